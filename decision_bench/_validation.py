@@ -1,0 +1,77 @@
+"""Argument checks shared by the public constructors.
+
+Every check raises ValueError naming the parameter, the value received and what
+is accepted, so that a bad sweep fails before any compilation starts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+
+def check_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int,)) and not _is_integral(value):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _is_integral(value: Any) -> bool:
+    try:
+        import numpy as np
+
+        return isinstance(value, np.integer)
+    except ImportError:  # pragma: no cover - numpy is a base dependency
+        return False
+
+
+def check_positive(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}") from None
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return number
+
+
+def check_nonnegative(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return number
+
+
+def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
+    choices = sorted(choices)
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def check_sizes(name: str, value: Any) -> tuple[int, ...]:
+    try:
+        sizes = tuple(value)
+    except TypeError:
+        raise ValueError(
+            f"{name} must be a non-empty sequence of positive integers, got {value!r}"
+        ) from None
+    if not sizes or any(
+        isinstance(s, bool) or not (isinstance(s, int) or _is_integral(s)) or s < 1 for s in sizes
+    ):
+        raise ValueError(f"{name} must be a non-empty sequence of positive integers, got {value!r}")
+    return tuple(int(s) for s in sizes)
+
+
+def check_optional_int(name: str, value: Any, minimum: int = 1) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not (isinstance(value, int) or _is_integral(value)) or value < minimum:
+        raise ValueError(f"{name} must be None or an integer >= {minimum}, got {value!r}")
+    return int(value)

@@ -1,0 +1,140 @@
+"""Testbed problems: training data and tau-samplers of test inputs from one environment.
+
+The pure functions (``sample_training_data``, ``polyadic_inputs``,
+``sample_test``) take the prior and environment params explicitly, so they jit
+and vmap over seeds. ``TestbedProblem`` bundles one environment sample with its
+training data for convenience.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from decision_bench._validation import check_int, check_optional_int
+from decision_bench.priors import Prior, make_prior
+from decision_bench.specs import ProblemSpec
+
+
+class Dataset(NamedTuple):
+    x: jax.Array  # [n, input_dim] f32
+    y: jax.Array  # [n] i32 labels in 0..num_classes-1
+
+
+class TestSample(NamedTuple):
+    x: jax.Array  # [tau, input_dim]
+    y: jax.Array  # [tau] i32
+    env_log_likelihood: jax.Array  # [] log p(y_1..tau | x_1..tau) under the environment
+
+
+TestSample.__test__ = False  # not a pytest test class
+
+
+def sample_labels(key: jax.Array, prior: Prior, params: Any, x: jax.Array) -> jax.Array:
+    """Labels y ~ softmax(prior.logits(params, x)). x: [n, d] -> y: [n] i32."""
+    return jax.random.categorical(key, prior.logits(params, x), axis=-1).astype(jnp.int32)
+
+
+def label_log_likelihood(logits: jax.Array, y: jax.Array) -> jax.Array:
+    """Sum over inputs of log softmax(logits)[y]. logits: [..., n, C], y: [..., n] -> [...]."""
+    log_p = jax.nn.log_softmax(logits, axis=-1)
+    return jnp.take_along_axis(log_p, y[..., None], axis=-1)[..., 0].sum(-1)
+
+
+def sample_training_data(key: jax.Array, prior: Prior, params: Any, num_train: int) -> Dataset:
+    """num_train iid pairs from the environment."""
+    k_x, k_y = jax.random.split(key)
+    x = prior.sample_inputs(k_x, num_train)
+    return Dataset(x, sample_labels(k_y, prior, params, x))
+
+
+def polyadic_inputs(key: jax.Array, prior: Prior, tau: int, kappa: int | None) -> jax.Array:
+    """tau test inputs [tau, d]: iid when kappa is None, else drawn uniformly
+    with replacement from kappa anchor inputs (paper 001, Def. 1)."""
+    if kappa is None:
+        return prior.sample_inputs(key, tau)
+    k_anchor, k_pick = jax.random.split(key)
+    anchors = prior.sample_inputs(k_anchor, kappa)
+    return anchors[jax.random.randint(k_pick, (tau,), 0, kappa)]
+
+
+def sample_test(
+    key: jax.Array, prior: Prior, params: Any, tau: int, kappa: int | None = None
+) -> TestSample:
+    """One test tau-sample with its exact environment log-likelihood."""
+    k_x, k_y = jax.random.split(key)
+    x = polyadic_inputs(k_x, prior, tau, kappa)
+    logits = prior.logits(params, x)
+    y = jax.random.categorical(k_y, logits, axis=-1).astype(jnp.int32)
+    return TestSample(x, y, label_log_likelihood(logits, y))
+
+
+@dataclasses.dataclass(frozen=True)
+class TestbedProblem:
+    """One sampled environment with its training data and test tau-sampler.
+
+    prior: the generative prior; env_params: the sampled environment (pytree);
+    train_data: Dataset of spec.num_train pairs; spec: what agents may know.
+    """
+
+    prior: Any
+    env_params: Any
+    train_data: Dataset
+    spec: ProblemSpec
+
+    __test__ = False
+
+    def logits(self, x: jax.Array) -> jax.Array:
+        """The environment's true logits (already divided by the temperature). [n, d] -> [n, C]."""
+        return self.prior.logits(self.env_params, x)
+
+    def sample_test(self, key: jax.Array) -> TestSample:
+        return sample_test(key, self.prior, self.env_params, self.spec.tau, self.spec.kappa)
+
+    def sample_tests(self, key: jax.Array, num_test: int) -> TestSample:
+        """num_test independent tau-samples, stacked: x [num_test, tau, d], ..."""
+        return jax.vmap(self.sample_test)(jax.random.split(key, num_test))
+
+
+def sample_environment(key: jax.Array, prior: Prior, num_train: int) -> tuple[Any, Dataset]:
+    """Environment params and its training data from one key (vmappable over keys)."""
+    k_env, k_data = jax.random.split(key)
+    params = prior.init(k_env)
+    return params, sample_training_data(k_data, prior, params, num_train)
+
+
+def make_testbed_problem(
+    prior: str = "mlp",
+    input_dim: int = 2,
+    num_train: int = 10,
+    temperature: float = 0.1,
+    tau: int = 1,
+    kappa: int | None = None,
+    seed: int = 0,
+    hidden_sizes: tuple[int, ...] = (50, 50),
+    activation: str = "relu",
+    num_classes: int = 2,
+) -> TestbedProblem:
+    """A testbed problem: an environment sampled from ``prior`` with seed ``seed``.
+
+    prior: "mlp" | "logistic" | "coins" (for coins, input_dim is the number of coins).
+    kappa: None for iid test inputs, 1 for monadic, 2 for dyadic, ...
+    """
+    num_train = check_int("num_train", num_train, 0)
+    tau = check_int("tau", tau, 1)
+    kappa = check_optional_int("kappa", kappa, 1)
+    seed = check_int("seed", seed, 0)
+    gen = make_prior(prior, input_dim, temperature, hidden_sizes, activation, num_classes)
+    params, data = sample_environment(jax.random.key(seed), gen, num_train)
+    spec = ProblemSpec(
+        input_dim=gen.input_dim,
+        num_classes=gen.num_classes,
+        temperature=gen.temperature,
+        num_train=num_train,
+        tau=tau,
+        kappa=kappa,
+    )
+    return TestbedProblem(gen, params, data, spec)

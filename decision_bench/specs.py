@@ -1,0 +1,33 @@
+"""What an agent may know about a problem before seeing data (the paper's PriorKnowledge)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from decision_bench._validation import check_int, check_optional_int, check_positive
+
+
+@dataclasses.dataclass(frozen=True)
+class ProblemSpec:
+    """Static facts about a problem: shapes and the generative temperature.
+
+    input_dim: features per input; num_classes: label values 0..C-1;
+    temperature: the prior's beta (agents scale priors and regularisers by it);
+    num_train: T, the training set size; tau, kappa: the test sampler
+    (kappa None means iid test inputs).
+    """
+
+    input_dim: int
+    num_classes: int = 2
+    temperature: float = 0.1
+    num_train: int = 0
+    tau: int = 1
+    kappa: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "input_dim", check_int("input_dim", self.input_dim, 1))
+        object.__setattr__(self, "num_classes", check_int("num_classes", self.num_classes, 2))
+        object.__setattr__(self, "temperature", check_positive("temperature", self.temperature))
+        object.__setattr__(self, "num_train", check_int("num_train", self.num_train, 0))
+        object.__setattr__(self, "tau", check_int("tau", self.tau, 1))
+        object.__setattr__(self, "kappa", check_optional_int("kappa", self.kappa, 1))
