@@ -1,0 +1,16 @@
+"""decision_bench: neural-bandit environments, epistemic agents and joint-prediction evaluation.
+
+Importing the package registers the Gymnasium ids ``decision_bench/NeuralBandit-v0``,
+``decision_bench/ContextualNeuralBandit-v0`` and ``decision_bench/BernoulliBandit-v0``.
+"""
+
+from decision_bench import priors
+from decision_bench.envs import make_testbed_problem
+from decision_bench.envs.registration import register_envs
+from decision_bench.specs import ProblemSpec
+
+__version__ = "0.1.0"
+
+ENV_IDS = register_envs()
+
+__all__ = ["ENV_IDS", "ProblemSpec", "__version__", "make_testbed_problem", "priors"]

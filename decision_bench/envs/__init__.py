@@ -1,0 +1,43 @@
+"""Environments: functional JAX bandits, their Gymnasium adapters, and testbed problems."""
+
+from decision_bench.envs.bandits import (
+    BANDITS,
+    BanditParams,
+    BanditState,
+    BernoulliBandit,
+    ContextualNeuralBandit,
+    NeuralBandit,
+    make_bandit,
+)
+from decision_bench.envs.registration import register_envs
+from decision_bench.envs.testbed import (
+    Dataset,
+    TestbedProblem,
+    TestSample,
+    label_log_likelihood,
+    make_testbed_problem,
+    polyadic_inputs,
+    sample_environment,
+    sample_test,
+    sample_training_data,
+)
+
+__all__ = [
+    "BANDITS",
+    "BanditParams",
+    "BanditState",
+    "BernoulliBandit",
+    "ContextualNeuralBandit",
+    "Dataset",
+    "NeuralBandit",
+    "TestSample",
+    "TestbedProblem",
+    "label_log_likelihood",
+    "make_bandit",
+    "make_testbed_problem",
+    "polyadic_inputs",
+    "register_envs",
+    "sample_environment",
+    "sample_test",
+    "sample_training_data",
+]

@@ -1,0 +1,26 @@
+"""Registers the Gymnasium ids (idempotent; runs on ``import decision_bench``)."""
+
+from __future__ import annotations
+
+import gymnasium
+
+_IDS = {
+    "decision_bench/NeuralBandit-v0": ("NeuralBanditEnv", "neural_bandit_vector"),
+    "decision_bench/ContextualNeuralBandit-v0": (
+        "ContextualNeuralBanditEnv",
+        "contextual_neural_bandit_vector",
+    ),
+    "decision_bench/BernoulliBandit-v0": ("BernoulliBanditEnv", "bernoulli_bandit_vector"),
+}
+
+
+def register_envs() -> tuple[str, ...]:
+    """Registers every id with both a single and a vector entry point; returns the ids."""
+    for env_id, (single, vector) in _IDS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(
+                id=env_id,
+                entry_point=f"decision_bench.envs.adapters:{single}",
+                vector_entry_point=f"decision_bench.envs.adapters:{vector}",
+            )
+    return tuple(_IDS)
