@@ -93,14 +93,13 @@ class BanditEnv(gymnasium.Env):
     def step(self, action):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
-        if not self.action_space.contains(action) and not (
-            np.ndim(action) == 0 and float(action).is_integer() and 0 <= int(action) < self.core.num_actions
-        ):
+        a = np.asarray(action)
+        if a.ndim != 0 or not np.issubdtype(a.dtype, np.integer) or not 0 <= a < self.core.num_actions:
             raise ValueError(
                 f"action must be an integer in [0, {self.core.num_actions}), got {action!r}"
             )
         obs, self._state, reward, info, self._key = _step(
-            self.core, self._key, self._state, jnp.int32(int(action)), self._params
+            self.core, self._key, self._state, jnp.int32(a), self._params
         )
         info = {k: (int(v) if k == "optimal_action" else float(v)) for k, v in info.items()}
         return np.asarray(obs), float(reward), False, False, info
@@ -182,7 +181,7 @@ class BanditVectorEnv(VectorEnv):
         self._needs_reset = np.zeros(self.num_envs, bool)
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
-        super().reset(seed=seed)
+        super().reset(seed=seed if isinstance(seed, int) or seed is None else int(seed[0]))
         if seed is None:
             seeds = [int(s) for s in self.np_random.integers(0, 2**31 - 1, self.num_envs)]
         elif isinstance(seed, int):
@@ -201,8 +200,10 @@ class BanditVectorEnv(VectorEnv):
         if self._states is None:
             raise RuntimeError("call reset() before step()")
         actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,) or not np.all(
-            (actions >= 0) & (actions < self.core.num_actions) & (actions == np.round(actions))
+        if (
+            actions.shape != (self.num_envs,)
+            or not np.issubdtype(actions.dtype, np.integer)
+            or not np.all((actions >= 0) & (actions < self.core.num_actions))
         ):
             raise ValueError(
                 f"actions must be {self.num_envs} integers in [0, {self.core.num_actions}), got {actions!r}"

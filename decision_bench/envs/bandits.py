@@ -48,7 +48,8 @@ def step_info(probs: jax.Array, action: jax.Array) -> dict[str, jax.Array]:
     return {
         "expected_reward": chosen,
         "optimal_expected_reward": best,
-        "regret": best - chosen,
+        # XLA may fuse the two reads of probs differently; clamp the rounding.
+        "regret": jnp.maximum(best - chosen, 0.0),
         "optimal_action": jnp.argmax(probs).astype(jnp.int32),
     }
 

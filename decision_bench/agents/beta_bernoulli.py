@@ -1,0 +1,116 @@
+"""Exact Beta-Bernoulli Thompson sampling: the reference agent for BernoulliBandit.
+
+Each arm i has an independent Beta(alpha_i, beta_i) posterior over its success
+probability p_i; with the default Beta(1, 1) prior this is the exact posterior of
+the bag-of-coins prior (p_i ~ U(0, 1)) behind ``BernoulliBandit-v0``. Inputs are
+the one-hot arm features of that environment, so ``input_dim`` is the number of
+arms and an input x selects p(x) = x @ p.
+
+The update is the conjugate one, alpha += x^T y and beta += x^T (1 - y) over the
+batch, so it is exact only if every observation is applied exactly once. That is
+why the agent is a ``ConjugateAgent``: a plain ``Agent`` record (every field and
+call is the same) whose type tells a sequential loop to feed it *online*.
+
+- ``decision_bench.bandit.run_bandit`` and ``ThompsonPolicy`` check
+  ``isinstance(agent, ConjugateAgent)`` and then call ``update`` once per step
+  with a batch holding only the newest transition, instead of ``steps_per_obs``
+  replay minibatches (which would count stored observations many times).
+- For a fixed data set, one ``update`` with the whole data set as the batch is
+  the exact posterior; ``num_steps`` is 1 so ``fit`` does exactly that when its
+  batch is the full data set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from decision_bench._validation import check_choice, check_positive
+from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.regularization import REGULARIZATION_MODES
+from decision_bench.specs import ProblemSpec
+
+
+class ConjugateAgent(Agent):
+    """An Agent whose ``update`` is an exact Bayesian update: each observation
+    must reach it exactly once (a one-example batch per step), never as part of
+    repeated replay minibatches. Same fields and behaviour as ``Agent``."""
+
+    __slots__ = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class BetaBernoulliConfig:
+    """Beta(prior_alpha, prior_beta) on every arm; Beta(1, 1) is the U(0, 1) coins prior.
+
+    ``regularization`` is accepted so that the registry can build every agent
+    with the same overrides; an exact posterior has nothing to regularise.
+    """
+
+    prior_alpha: float = 1.0
+    prior_beta: float = 1.0
+    regularization: str = "testbed"
+
+    def __post_init__(self):
+        object.__setattr__(self, "prior_alpha", check_positive("prior_alpha", self.prior_alpha))
+        object.__setattr__(self, "prior_beta", check_positive("prior_beta", self.prior_beta))
+        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
+
+
+class BetaBernoulliState(NamedTuple):
+    alpha: jax.Array  # [A] f32: prior_alpha + successes of each arm
+    beta: jax.Array  # [A] f32: prior_beta + failures of each arm
+
+
+# Keeps log(p) and log(1 - p) finite when a Beta draw rounds to 0 or 1 in f32.
+_EPS = 1e-7
+
+
+def _logits(p: jax.Array) -> jax.Array:
+    """p [n] in [0, 1] -> logits [n, 2] = (log(1 - p), log p)."""
+    p = jnp.clip(p, _EPS, 1.0 - _EPS)
+    return jnp.stack([jnp.log1p(-p), jnp.log(p)], axis=-1)
+
+
+def make_beta_bernoulli(spec: ProblemSpec, config: BetaBernoulliConfig) -> ConjugateAgent:
+    """The exact Thompson agent for ``spec.input_dim`` arms with one-hot inputs."""
+    if spec.num_classes != 2:
+        raise ValueError(
+            f"beta_bernoulli needs num_classes = 2 (reward 0 or 1), got {spec.num_classes}"
+        )
+    num_arms = spec.input_dim
+
+    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> BetaBernoulliState:
+        del key  # the prior is deterministic
+        if spec_ is not None and spec_ != spec:
+            raise ValueError(f"init got spec {spec_!r}, but the agent was built for {spec!r}")
+        return BetaBernoulliState(
+            alpha=jnp.full((num_arms,), config.prior_alpha, jnp.float32),
+            beta=jnp.full((num_arms,), config.prior_beta, jnp.float32),
+        )
+
+    def update(state: BetaBernoulliState, batch: Batch, key: jax.Array) -> BetaBernoulliState:
+        """Conjugate update with every example of the batch: x [B, A] one-hot, y [B]."""
+        del key
+        y = batch.y.astype(jnp.float32)
+        x = batch.x.astype(jnp.float32)
+        return BetaBernoulliState(alpha=state.alpha + y @ x, beta=state.beta + (1.0 - y) @ x)
+
+    def sample_logits(state: BetaBernoulliState, key: jax.Array, x: jax.Array) -> jax.Array:
+        """One joint draw p ~ Beta(alpha, beta) of all arms, read at x [n, A] -> [n, 2]."""
+        p = jax.random.beta(key, state.alpha, state.beta)
+        return _logits(x @ p)
+
+    return ConjugateAgent(
+        init=init,
+        update=update,
+        sample_logits=sample_logits,
+        # None: the posterior is continuous, so there is no finite set of
+        # members to enumerate (a greedy policy averages sampled draws instead).
+        member_logits=None,
+        num_steps=1,
+        name="beta_bernoulli",
+    )

@@ -1,0 +1,222 @@
+"""Deep ensembles: ensemble and ensemble+ (paper 000, App. C.2 and C.6).
+
+The M members are one stacked pytree (leading axis M) trained by one vmapped
+forward pass and one Adam optimiser; Adam acts element-wise, so this is exactly
+M independent Adam runs, compiled once instead of M times.
+
+Loss: mean over members and batch of (bootstrap weight x cross-entropy), plus
+``decayed_weight(l2, num_seen, num_members=M) * sum over all members of theta**2``,
+i.e. per member the mlp loss with L2 weight ``l2 * d * sqrt(beta) / T`` (the
+paper's ``/ (M T)`` is the weight on the sum over members).
+
+ensemble+ adds to each member a fixed random prior network drawn from the
+generative MLP prior (``MLPPrior`` with the problem's input_dim, hidden (50, 50)),
+whose raw output is scaled by ``prior_scale / sqrt(beta)``. Prior networks sit
+outside the optimiser: never trained, never regularised, never decayed.
+
+Bootstrap weights (ensemble+): one weight per (member, data index), mean 1:
+"none" (all 1), "exponential" (Exp(1)), "bernoulli" (2 x Bernoulli(1/2)). They are
+drawn at init and stored; a batch looks them up at ``Batch.index % length``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from decision_bench._validation import check_choice, check_int, check_nonnegative, check_sizes
+from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.mlp import (
+    MLP,
+    check_common,
+    check_same_spec,
+    cross_entropy,
+    sum_of_squares,
+)
+from decision_bench.agents.regularization import decayed_weight
+from decision_bench.priors import MLPPrior
+from decision_bench.specs import ProblemSpec
+
+BOOTSTRAP_TYPES = ("none", "exponential", "bernoulli")
+
+# Weight-table length when the spec has no training-set size (the bandit): the
+# replay buffer capacity of paper 000, App. E, so each stored example keeps its
+# own weight.
+DEFAULT_BOOTSTRAP_SIZE = 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class EnsembleConfig:
+    """ensemble defaults (paper 000, App. C.2): M = 100, l2 = 1 adaptive, 1000 steps."""
+
+    num_ensemble: int = 100  # M
+    hidden_sizes: tuple[int, ...] = (50, 50)
+    l2: float = 1.0  # lambda; weight = l2 * d * sqrt(beta) / (M T) on the sum over members
+    learning_rate: float = 1e-3
+    num_steps: int = 1000
+    regularization: str = "testbed"  # "testbed" | "sequential"
+
+    def __post_init__(self):
+        object.__setattr__(self, "num_ensemble", check_int("num_ensemble", self.num_ensemble, 1))
+        check_common(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class EnsemblePlusConfig(EnsembleConfig):
+    """ensemble+ defaults (paper 000, App. C.6): ensemble plus prior networks, scale 3."""
+
+    prior_scale: float = 3.0  # prior output multiplied by prior_scale / sqrt(beta)
+    prior_hidden_sizes: tuple[int, ...] = (50, 50)  # the generative MLP's architecture
+    bootstrap: str = "none"  # "none" | "exponential" | "bernoulli"
+    bootstrap_size: int | None = None  # weights per member; None: T, or 10,000 if T = 0
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "prior_scale", check_nonnegative("prior_scale", self.prior_scale))
+        object.__setattr__(
+            self, "prior_hidden_sizes", check_sizes("prior_hidden_sizes", self.prior_hidden_sizes)
+        )
+        check_choice("bootstrap", self.bootstrap, BOOTSTRAP_TYPES)
+        if self.bootstrap_size is not None:
+            object.__setattr__(
+                self, "bootstrap_size", check_int("bootstrap_size", self.bootstrap_size, 1)
+            )
+
+
+class EnsembleState(NamedTuple):
+    params: Any  # flax MLP params, every leaf with a leading [M] axis
+    opt_state: Any  # optax.adam state of the stacked params
+
+
+class EnsemblePlusState(NamedTuple):
+    params: Any  # trained MLP params, leading [M] axis
+    opt_state: Any
+    prior_params: Any  # MLPPrior layers, leading [M] axis; fixed after init
+    bootstrap_weights: jax.Array  # [M, L] f32, mean 1 (L = 1 for "none")
+
+
+def l2_weight(spec: ProblemSpec, config: EnsembleConfig, num_seen: jax.Array) -> jax.Array:
+    """Weight on sum over members of theta**2: l2 * d sqrt(beta) / (M T) (testbed),
+    l2 * 2 sqrt(beta) / (M t) (sequential). Returns a [] f32."""
+    return decayed_weight(
+        config.l2,
+        num_seen,
+        input_dim=spec.input_dim,
+        temperature=spec.temperature,
+        mode=config.regularization,
+        num_members=config.num_ensemble,
+    )
+
+
+def bootstrap_weights(key: jax.Array, kind: str, shape: tuple[int, ...]) -> jax.Array:
+    """Per-(member, example) weights with mean 1. Returns [*shape] f32."""
+    check_choice("bootstrap", kind, BOOTSTRAP_TYPES)
+    if kind == "exponential":
+        return jax.random.exponential(key, shape, jnp.float32)
+    if kind == "bernoulli":
+        return 2.0 * jax.random.bernoulli(key, 0.5, shape).astype(jnp.float32)
+    return jnp.ones(shape, jnp.float32)
+
+
+def _select(tree: Any, index: jax.Array) -> Any:
+    """Member `index` of a stacked pytree."""
+    return jax.tree.map(lambda leaf: leaf[index], tree)
+
+
+def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
+    num_members = config.num_ensemble
+    net = MLP(tuple(config.hidden_sizes), spec.num_classes)
+    optimizer = optax.adam(config.learning_rate)
+    if plus:
+        prior = MLPPrior(
+            spec.input_dim,
+            tuple(config.prior_hidden_sizes),
+            "relu",
+            spec.num_classes,
+            spec.temperature,
+        )
+        prior_multiplier = config.prior_scale / spec.temperature**0.5
+        weights_length = config.bootstrap_size or (spec.num_train or DEFAULT_BOOTSTRAP_SIZE)
+        # "none" keeps a [M, 1] table of ones: the lookup stays the same code and
+        # nothing of size M x L is stored for it.
+        if config.bootstrap == "none":
+            weights_length = 1
+
+    def member_forward(params: Any, prior_params: Any, x: jax.Array) -> jax.Array:
+        """One member: x [n, d] -> [n, C]."""
+        logits = net.apply(params, x)
+        if plus:
+            logits = logits + prior_multiplier * prior.raw_logits(prior_params, x)
+        return logits
+
+    def all_members(state: Any, x: jax.Array) -> jax.Array:
+        """x [n, d] -> [M, n, C]."""
+        prior_params = state.prior_params if plus else None
+        prior_axis = 0 if plus else None
+        return jax.vmap(member_forward, (0, prior_axis, None))(state.params, prior_params, x)
+
+    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> Any:
+        check_same_spec(spec_, spec)
+        k_net, k_prior, k_boot = jax.random.split(key, 3)
+        dummy = jnp.zeros((1, spec.input_dim), jnp.float32)
+        params = jax.vmap(net.init, (0, None))(jax.random.split(k_net, num_members), dummy)
+        opt_state = optimizer.init(params)
+        if not plus:
+            return EnsembleState(params=params, opt_state=opt_state)
+        return EnsemblePlusState(
+            params=params,
+            opt_state=opt_state,
+            prior_params=jax.vmap(prior.init)(jax.random.split(k_prior, num_members)),
+            bootstrap_weights=bootstrap_weights(
+                k_boot, config.bootstrap, (num_members, weights_length)
+            ),
+        )
+
+    def loss_fn(params: Any, state: Any, batch: Batch) -> jax.Array:
+        logits = all_members(state._replace(params=params), batch.x)  # [M, B, C]
+        xent = cross_entropy(logits, batch.y)  # [M, B]
+        if plus:
+            length = state.bootstrap_weights.shape[1]
+            xent = xent * state.bootstrap_weights[:, batch.index % length]
+        return xent.mean() + l2_weight(spec, config, batch.num_seen) * sum_of_squares(params)
+
+    def update(state: Any, batch: Batch, key: jax.Array) -> Any:
+        del key  # bootstrap weights were drawn at init
+        grads = jax.grad(loss_fn)(state.params, state, batch)  # prior params get no gradient
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        return state._replace(
+            params=optax.apply_updates(state.params, updates), opt_state=opt_state
+        )
+
+    def sample_logits(state: Any, key: jax.Array, x: jax.Array) -> jax.Array:
+        """One member chosen uniformly at random, applied to all n inputs: [n, d] -> [n, C]."""
+        member = jax.random.randint(key, (), 0, num_members)
+        prior_params = _select(state.prior_params, member) if plus else None
+        return member_forward(_select(state.params, member), prior_params, x)
+
+    return Agent(
+        init=init,
+        update=update,
+        sample_logits=sample_logits,
+        member_logits=all_members,
+        num_steps=config.num_steps,
+        name="ensemble+" if plus else "ensemble",
+    )
+
+
+def make_ensemble(spec: ProblemSpec, config: EnsembleConfig) -> Agent:
+    """A deep ensemble of config.num_ensemble MLPs (no prior networks, no bootstrap)."""
+    if isinstance(config, EnsemblePlusConfig):
+        raise ValueError("make_ensemble got an EnsemblePlusConfig; use make_ensemble_plus")
+    return _build(spec, config, plus=False)
+
+
+def make_ensemble_plus(spec: ProblemSpec, config: EnsemblePlusConfig) -> Agent:
+    """Ensemble with randomized prior functions and optional bootstrap weights."""
+    if not isinstance(config, EnsemblePlusConfig):
+        raise ValueError(f"make_ensemble_plus needs an EnsemblePlusConfig, got {type(config).__name__}")
+    return _build(spec, config, plus=True)

@@ -1,0 +1,148 @@
+"""The mlp agent: one MLP trained by cross-entropy with decayed L2 (paper 000, App. C.1).
+
+It has no epistemic index, so ``sample_logits`` ignores its key: every draw is
+the same network. This is the point-estimate baseline the other agents improve on.
+
+Testbed L2 weight: ``l2 * d * sqrt(beta) / T``; sequential: ``l2 * 2 * sqrt(beta) / t``
+(``regularization.decayed_weight``). The penalty is ``weight * sum(theta**2)``
+over all weights and biases, added to the mean cross-entropy of the batch, as
+in the reference loss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+
+from decision_bench._validation import (
+    check_choice,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_sizes,
+)
+from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
+from decision_bench.specs import ProblemSpec
+
+
+class MLP(nn.Module):
+    """ReLU MLP: x [n, d] -> logits [n, num_classes].
+
+    flax's Dense defaults (truncated-normal weights with variance 1/fan_in, zero
+    biases) are the LeCun initialisation the reference agents use.
+    """
+
+    hidden_sizes: tuple[int, ...]
+    num_classes: int
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        for width in self.hidden_sizes:
+            x = nn.relu(nn.Dense(width)(x))
+        return nn.Dense(self.num_classes)(x)
+
+
+def sum_of_squares(tree: Any) -> jax.Array:
+    """sum(theta**2) over every leaf of a pytree. Returns a [] f32."""
+    return optax.tree.norm(tree, squared=True)
+
+
+def cross_entropy(logits: jax.Array, y: jax.Array) -> jax.Array:
+    """Per-example cross-entropy. logits [..., B, C], y [B] i32 -> [..., B]."""
+    labels = jnp.broadcast_to(y, logits.shape[:-1])  # optax wants matching batch dims
+    return optax.softmax_cross_entropy_with_integer_labels(logits, labels)
+
+
+def check_same_spec(given: ProblemSpec | None, built: ProblemSpec) -> None:
+    """init(key, spec) must get the spec the agent was built with (shapes are fixed)."""
+    if given is not None and given != built:
+        raise ValueError(f"init got spec {given!r}, but the agent was built for {built!r}")
+
+
+def check_common(config: Any) -> None:
+    """Validates (and normalises) the fields most configs share, where present."""
+    checks = {
+        "learning_rate": lambda v: check_positive("learning_rate", v),
+        "num_steps": lambda v: check_int("num_steps", v, 0),
+        "l2": lambda v: check_nonnegative("l2", v),
+        "hidden_sizes": lambda v: check_sizes("hidden_sizes", v),
+    }
+    for field in dataclasses.fields(config):
+        if field.name in checks:
+            value = checks[field.name](getattr(config, field.name))
+            object.__setattr__(config, field.name, value)
+    check_choice("regularization", config.regularization, REGULARIZATION_MODES)
+
+
+@dataclasses.dataclass(frozen=True)
+class MLPConfig:
+    """mlp defaults (paper 000, App. C.1): l2 = 1 with the adaptive scale, 1000 Adam steps."""
+
+    hidden_sizes: tuple[int, ...] = (50, 50)
+    l2: float = 1.0  # lambda; weight = l2 * d * sqrt(beta) / T in testbed mode
+    learning_rate: float = 1e-3
+    num_steps: int = 1000  # default SGD steps for fit
+    regularization: str = "testbed"  # "testbed" | "sequential"
+
+    def __post_init__(self):
+        check_common(self)
+
+
+class MLPState(NamedTuple):
+    params: Any  # flax params of MLP
+    opt_state: Any  # optax.adam state
+
+
+def l2_weight(spec: ProblemSpec, config: MLPConfig, num_seen: jax.Array) -> jax.Array:
+    """The L2 weight after num_seen observations. Returns a [] f32."""
+    return decayed_weight(
+        config.l2,
+        num_seen,
+        input_dim=spec.input_dim,
+        temperature=spec.temperature,
+        mode=config.regularization,
+    )
+
+
+def make_mlp(spec: ProblemSpec, config: MLPConfig) -> Agent:
+    net = MLP(tuple(config.hidden_sizes), spec.num_classes)
+    optimizer = optax.adam(config.learning_rate)
+
+    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> MLPState:
+        check_same_spec(spec_, spec)
+        params = net.init(key, jnp.zeros((1, spec.input_dim), jnp.float32))
+        return MLPState(params=params, opt_state=optimizer.init(params))
+
+    def loss_fn(params: Any, batch: Batch) -> jax.Array:
+        data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
+        return data_loss + l2_weight(spec, config, batch.num_seen) * sum_of_squares(params)
+
+    def update(state: MLPState, batch: Batch, key: jax.Array) -> MLPState:
+        del key  # deterministic gradient step
+        grads = jax.grad(loss_fn)(state.params, batch)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        return MLPState(params=optax.apply_updates(state.params, updates), opt_state=opt_state)
+
+    def sample_logits(state: MLPState, key: jax.Array, x: jax.Array) -> jax.Array:
+        """x [n, d] -> [n, C]; the key is unused: a point estimate has one sample."""
+        del key
+        return net.apply(state.params, x)
+
+    def member_logits(state: MLPState, x: jax.Array) -> jax.Array:
+        """x [n, d] -> [1, n, C]: a point estimate is an ensemble of one."""
+        return net.apply(state.params, x)[None]
+
+    return Agent(
+        init=init,
+        update=update,
+        sample_logits=sample_logits,
+        member_logits=member_logits,
+        num_steps=config.num_steps,
+        name="mlp",
+    )

@@ -1,0 +1,95 @@
+"""Registered agents with the papers' default hyperparameters.
+
+``make(name, spec, **overrides)`` builds ``make_fn(spec, ConfigClass(**overrides))``.
+Each family module defines a frozen ``<Family>Config`` (defaults from
+reference/testbed_facts.md, validated at construction) and ``make_<family>``.
+The table below is a literal, built once in the module body and never mutated:
+adding an agent is one line here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from decision_bench.agents.base import Agent
+from decision_bench.agents.baselines import (
+    LogisticConfig,
+    PriorConfig,
+    UniformConfig,
+    make_logistic,
+    make_prior_agent,
+    make_uniform,
+)
+from decision_bench.agents.bbb import BBBConfig, make_bbb
+from decision_bench.agents.dropout import DropoutConfig, make_dropout
+from decision_bench.agents.ensemble import (
+    EnsembleConfig,
+    EnsemblePlusConfig,
+    make_ensemble,
+    make_ensemble_plus,
+)
+from decision_bench.agents.epinet import EpinetConfig, make_epinet
+from decision_bench.agents.hypermodel import HypermodelConfig, make_hypermodel
+from decision_bench.agents.mlp import MLPConfig, make_mlp
+from decision_bench.agents.sgmcmc import SGMCMCConfig, SGMCMCQuickConfig, make_sgmcmc
+from decision_bench.specs import ProblemSpec
+
+# name -> (config class, make_fn(spec, config) -> Agent)
+_AGENTS = {
+    "mlp": (MLPConfig, make_mlp),
+    "ensemble": (EnsembleConfig, make_ensemble),
+    "ensemble+": (EnsemblePlusConfig, make_ensemble_plus),
+    "dropout": (DropoutConfig, make_dropout),
+    "uniform": (UniformConfig, make_uniform),
+    "prior": (PriorConfig, make_prior_agent),
+    "logistic": (LogisticConfig, make_logistic),
+    "bbb": (BBBConfig, make_bbb),
+    "hypermodel": (HypermodelConfig, make_hypermodel),
+    "epinet": (EpinetConfig, make_epinet),
+    "sgmcmc": (SGMCMCConfig, make_sgmcmc),
+    "sgmcmc_quick": (SGMCMCQuickConfig, make_sgmcmc),
+}
+
+
+def names() -> tuple[str, ...]:
+    """The registered agent names, sorted."""
+    return tuple(sorted(_AGENTS))
+
+
+def _entry(name: str) -> tuple[type, Any]:
+    if name not in _AGENTS:
+        raise ValueError(f"unknown agent {name!r}; registered agents are {list(names())}")
+    return _AGENTS[name]
+
+
+def hyperparameters(name: str) -> tuple[str, ...]:
+    """The names of the hyperparameters ``make(name, ...)`` accepts as overrides."""
+    config_class, _ = _entry(name)
+    return tuple(field.name for field in dataclasses.fields(config_class))
+
+
+def config(name: str, **overrides: Any) -> Any:
+    """The frozen config of agent ``name``: paper defaults with ``overrides`` applied."""
+    config_class, _ = _entry(name)
+    valid = hyperparameters(name)
+    unknown = sorted(set(overrides) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"unknown hyperparameter(s) {unknown} for agent {name!r}; "
+            f"valid hyperparameters are {list(valid)}"
+        )
+    return config_class(**overrides)
+
+
+def make(name: str, spec: ProblemSpec, **overrides: Any) -> Agent:
+    """Builds agent ``name`` for ``spec`` with the paper defaults overridden by keyword.
+
+    Raises ValueError for an unknown name (listing the registered names), an
+    unknown override (listing the agent's hyperparameters) or an invalid value
+    (naming the parameter and the accepted range).
+    """
+    if not isinstance(spec, ProblemSpec):
+        raise ValueError(f"spec must be a ProblemSpec, got {type(spec).__name__}")
+    _, make_fn = _entry(name)
+    return make_fn(spec, config(name, **overrides))

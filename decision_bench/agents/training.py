@@ -1,0 +1,115 @@
+"""Fitting an agent to a fixed data set: init, then ``lax.scan`` over SGD steps.
+
+``fit`` is a pure function of (key, data): it is jitted with the agent, spec,
+step count and batch size static (the agent's functions are hashed by identity,
+so one compiled program is cached per agent object), and it vmaps over keys and
+data sets::
+
+    states = jax.vmap(lambda k, d: fit(agent, k, d, spec))(keys, datasets)
+
+Each step draws a batch of min(batch_size, T) positions uniformly at random with
+replacement; the batch carries ``num_seen = T`` for the decayed regulariser and
+``index`` = the positions, for bootstrap weights.
+
+``fit_checked`` is the host-side entry point that refuses non-finite parameters.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from decision_bench._validation import check_int
+from decision_bench.agents.base import Agent, Batch, params_are_finite
+from decision_bench.envs.testbed import Dataset
+from decision_bench.specs import ProblemSpec
+
+
+def check_data(train_data: Dataset, spec: ProblemSpec) -> None:
+    """Raises ValueError unless x is [num_train, input_dim] and y is [num_train]."""
+    x_shape, y_shape = tuple(jnp.shape(train_data.x)), tuple(jnp.shape(train_data.y))
+    want_x, want_y = (spec.num_train, spec.input_dim), (spec.num_train,)
+    if x_shape != want_x or y_shape != want_y:
+        raise ValueError(
+            f"training data shapes x {x_shape}, y {y_shape} disagree with the spec, which "
+            f"expects x {want_x}, y {want_y} (num_train={spec.num_train}, "
+            f"input_dim={spec.input_dim})"
+        )
+
+
+def fit(
+    agent: Agent,
+    key: jax.Array,
+    train_data: Dataset,
+    spec: ProblemSpec,
+    num_steps: int | None = None,
+    batch_size: int = 100,
+) -> Any:
+    """Trains ``agent`` on ``train_data`` (x [T, d] f32, y [T] i32); returns its state.
+
+    num_steps: SGD steps (None: the agent's default, ``agent.num_steps``). With
+    T = 0 no step is taken and the initial state is returned. Shapes are
+    checked against ``spec`` before tracing, so a mismatch names both shapes.
+    """
+    check_data(train_data, spec)
+    steps = agent.num_steps if num_steps is None else check_int("num_steps", num_steps, 0)
+    batch_size = check_int("batch_size", batch_size, 1)
+    data = Dataset(jnp.asarray(train_data.x, jnp.float32), jnp.asarray(train_data.y, jnp.int32))
+    return _fit(agent, spec, steps, batch_size, key, data)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _fit(
+    agent: Agent, spec: ProblemSpec, num_steps: int, batch_size: int, key: jax.Array, data: Dataset
+) -> Any:
+    k_init, k_steps = jax.random.split(key)
+    state = agent.init(k_init, spec)
+    num_train = data.x.shape[0]
+    if num_train == 0 or num_steps == 0:
+        return state
+    batch_len = min(batch_size, num_train)
+    num_seen = jnp.asarray(num_train, jnp.float32)
+
+    def step(state: Any, step_key: jax.Array) -> tuple[Any, None]:
+        k_batch, k_update = jax.random.split(step_key)
+        index = jax.random.randint(k_batch, (batch_len,), 0, num_train)
+        batch = Batch(x=data.x[index], y=data.y[index], num_seen=num_seen, index=index)
+        return agent.update(state, batch, k_update), None
+
+    state, _ = jax.lax.scan(step, state, jax.random.split(k_steps, num_steps))
+    return state
+
+
+class NonFiniteParamsError(FloatingPointError):
+    """A fit produced NaN or inf parameters."""
+
+
+def check_finite(state: Any, agent_name: str = "agent") -> Any:
+    """Returns ``state`` if every floating leaf is finite, else raises NonFiniteParamsError.
+
+    Host-side (it reads a bool back), so call it outside jit; on a state stacked
+    over seeds it checks all seeds at once.
+    """
+    if not bool(params_are_finite(state)):
+        raise NonFiniteParamsError(
+            f"{agent_name}: training produced NaN or inf parameters; the state must not be "
+            "used (try a smaller learning_rate or fewer steps, and check the data for "
+            "non-finite values)"
+        )
+    return state
+
+
+def fit_checked(
+    agent: Agent,
+    key: jax.Array,
+    train_data: Dataset,
+    spec: ProblemSpec,
+    num_steps: int | None = None,
+    batch_size: int = 100,
+) -> Any:
+    """``fit`` followed by ``check_finite``: never returns non-finite parameters."""
+    state = fit(agent, key, train_data, spec, num_steps, batch_size)
+    return check_finite(state, agent.name)

@@ -1,0 +1,256 @@
+"""Figures of paper 000, drawn with matplotlib's object API (no pyplot).
+
+Using `matplotlib.figure.Figure` with the Agg canvas directly renders off-screen
+without selecting a global backend, so importing or calling this module never
+changes the caller's pyplot state. Each function saves `<stem>.png` and
+`<stem>.pdf` in `directory` and returns the two paths, or returns [] (and says
+why in a warning) when the tables lack what the figure needs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from decision_bench.analysis.correlation import CorrelationResult
+from decision_bench.analysis.join import METRIC_LABELS, _finite_kl, metric_rows
+
+__all__ = [
+    "plot_normalised_kl",
+    "plot_prior_functions",
+    "plot_regret_curves",
+    "plot_regret_vs_kl",
+]
+
+FORMATS = ("png", "pdf")
+
+
+def _new_figure(width: float, height: float, ncols: int = 1):
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as err:  # matplotlib is the `plot` extra
+        raise ImportError("figures need matplotlib: pip install 'decision-bench[plot]'") from err
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+    return fig, axes
+
+
+def _save(fig, directory: Path, stem: str) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in FORMATS:
+        path = directory / f"{stem}.{fmt}"
+        fig.savefig(path, dpi=150 if fmt == "png" else None)
+        paths.append(path)
+    return paths
+
+
+def _skip(stem: str, reason: str) -> list[Path]:
+    warnings.warn(f"figure {stem} skipped: {reason}", RuntimeWarning, stacklevel=3)
+    return []
+
+
+def _agent_order(agents) -> list[str]:
+    """mlp first (the reference), the rest alphabetically."""
+    agents = sorted(set(map(str, agents)))
+    return (["mlp"] if "mlp" in agents else []) + [a for a in agents if a != "mlp"]
+
+
+def normalised_kl_table(testbed: pd.DataFrame) -> pd.DataFrame:
+    """Per-agent mean d_KL divided by mlp's, for tau = 1 and tau = 10 (iid).
+
+    Returns columns metric, agent, mean, stderr, normalised, normalised_stderr,
+    n (rows averaged: problems x seeds). Empty if mlp has no rows.
+    """
+    out = []
+    for metric in ("dkl_1", "dkl_10"):
+        rows = _finite_kl(metric_rows(testbed, metric), metric)
+        if rows.empty:
+            continue
+        stats = rows.groupby(rows["agent"].astype(str))["kl"].agg(["mean", "std", "size"])
+        if "mlp" not in stats.index:
+            continue
+        ref = stats.loc["mlp", "mean"]
+        stderr = stats["std"].fillna(0.0) / np.sqrt(stats["size"])
+        out.append(
+            pd.DataFrame(
+                {
+                    "metric": metric,
+                    "agent": stats.index,
+                    "mean": stats["mean"].to_numpy(),
+                    "stderr": stderr.to_numpy(),
+                    "normalised": (stats["mean"] / ref).to_numpy(),
+                    "normalised_stderr": (stderr / ref).to_numpy(),
+                    "n": stats["size"].to_numpy(),
+                }
+            )
+        )
+    if not out:
+        return pd.DataFrame(columns=["metric", "agent", "mean", "stderr", "normalised", "normalised_stderr", "n"])
+    return pd.concat(out, ignore_index=True)
+
+
+def plot_normalised_kl(testbed: pd.DataFrame, directory: Path, stem: str = "fig2_normalised_kl") -> list[Path]:
+    """Fig. 2: per-agent d_KL^1 and d_KL^10 normalised so that mlp = 1, +-1 stderr."""
+    table = normalised_kl_table(testbed)
+    if table.empty:
+        return _skip(stem, "needs testbed rows for agent 'mlp' with tau 1 or 10")
+    agents = _agent_order(table["agent"])
+    metrics = [m for m in ("dkl_1", "dkl_10") if m in set(table["metric"])]
+    fig, (ax,) = _new_figure(max(5.0, 0.8 * len(agents) + 2), 3.5)
+    width = 0.8 / len(metrics)
+    x = np.arange(len(agents))
+    for i, metric in enumerate(metrics):
+        sub = table[table["metric"] == metric].set_index("agent").reindex(agents)
+        ax.bar(
+            x + (i - (len(metrics) - 1) / 2) * width,
+            sub["normalised"],
+            width,
+            yerr=sub["normalised_stderr"],
+            capsize=2,
+            label=METRIC_LABELS[metric],
+        )
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(x, agents, rotation=30, ha="right")
+    ax.set_ylabel("d_KL / d_KL(mlp)")
+    ax.set_title("Marginal (tau=1) and joint (tau=10) predictions, normalised to mlp")
+    ax.legend()
+    return _save(fig, directory, stem)
+
+
+def plot_regret_vs_kl(
+    joined: pd.DataFrame,
+    metric: str,
+    result: CorrelationResult,
+    directory: Path,
+    stem: str,
+) -> list[Path]:
+    """Figs. 8/9: final regret against testbed d_KL per (agent, seed), log-log axes.
+
+    The line is the least-squares fit of log regret on log d_KL (the scale the
+    Pearson coefficient is computed on); the title gives both coefficients with
+    their bootstrap intervals.
+    """
+    rows = joined[joined["metric"] == metric]
+    rows = rows[(rows["kl"] > 0) & (rows["regret"] > 0)]
+    if len(rows) < 2:
+        return _skip(stem, f"fewer than 2 positive points for {metric}")
+    fig, (ax,) = _new_figure(5.0, 4.0)
+    for agent in _agent_order(rows["agent"]):
+        sub = rows[rows["agent"] == agent]
+        ax.scatter(sub["kl"], sub["regret"], label=agent, s=18)
+    lx, ly = np.log(rows["kl"].to_numpy(float)), np.log(rows["regret"].to_numpy(float))
+    if np.ptp(lx) > 0:
+        slope, intercept = np.polyfit(lx, ly, 1)
+        grid = np.linspace(lx.min(), lx.max(), 50)
+        ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color="black", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"testbed {METRIC_LABELS[metric]}")
+    ax.set_ylabel("bandit regret")
+    ax.set_title(
+        f"Pearson (log) {result.pearson_log:.2f} [{result.pearson_ci_low:.2f}, {result.pearson_ci_high:.2f}]\n"
+        f"Spearman {result.spearman:.2f} [{result.spearman_ci_low:.2f}, {result.spearman_ci_high:.2f}], "
+        f"n={result.n}",
+        fontsize=9,
+    )
+    ax.legend(fontsize=7)
+    return _save(fig, directory, stem)
+
+
+def plot_prior_functions(
+    testbed: pd.DataFrame, directory: Path, stem: str = "fig5_prior_functions", temperature: float = 0.1
+) -> list[Path]:
+    """Fig. 5: d_KL^1 and d_KL^10 against T for ensemble and ensemble+.
+
+    Uses the paper's medium-SNR problems (temperature 0.1) when the table has
+    them, otherwise all temperatures; means over the remaining problems and seeds
+    with +-1 stderr.
+    """
+    agents = [a for a in ("ensemble", "ensemble+") if a in set(testbed["agent"].astype(str))]
+    if not agents:
+        return _skip(stem, "needs testbed rows for 'ensemble' or 'ensemble+'")
+    temps = pd.to_numeric(testbed["temperature"], errors="coerce")
+    subset = testbed[np.isclose(temps, temperature)]
+    note = f"temperature {temperature:g}"
+    if subset.empty:
+        subset, note = testbed, "all temperatures"
+    metrics = [m for m in ("dkl_1", "dkl_10") if not metric_rows(subset, m).empty]
+    if not metrics:
+        return _skip(stem, "needs testbed rows with tau 1 or 10")
+    fig, axes = _new_figure(4.0 * len(metrics), 3.5, ncols=len(metrics))
+    for ax, metric in zip(axes, metrics):
+        rows = _finite_kl(metric_rows(subset, metric), metric)
+        for agent in agents:
+            sub = rows[rows["agent"].astype(str) == agent]
+            if sub.empty:
+                continue
+            stats = sub.groupby("num_train")["kl"].agg(["mean", "std", "size"]).sort_index()
+            err = stats["std"].fillna(0.0) / np.sqrt(stats["size"])
+            ax.errorbar(stats.index, stats["mean"], yerr=err, marker="o", capsize=2, label=agent)
+        ax.set_xscale("log")
+        ax.set_xlabel("number of training points T")
+        ax.set_ylabel(METRIC_LABELS[metric])
+        ax.set_title(f"{METRIC_LABELS[metric]} ({note})", fontsize=9)
+        ax.legend(fontsize=8)
+    return _save(fig, directory, stem)
+
+
+def plot_regret_curves(bandit: pd.DataFrame, directory: Path, stem: str = "fig7_regret_curves") -> list[Path]:
+    """Fig. 7: mean cumulative regret against time per agent, +-1 stderr over seeds.
+
+    One panel per bandit setting (env, input_dim, num_actions, temperature).
+    Failed runs (non-empty `error`) are left out.
+    """
+    rows = bandit
+    if "error" in rows.columns:
+        err = rows["error"]
+        rows = rows[~(err.notna() & (err.astype(str).str.strip() != ""))]
+    if rows.empty:
+        return _skip(stem, "no successful bandit runs")
+    settings_cols = ["env", "input_dim", "num_actions", "temperature"]
+    settings = rows[settings_cols].drop_duplicates().sort_values(settings_cols)
+    fig, axes = _new_figure(4.5 * len(settings), 3.5, ncols=len(settings))
+    for ax, (_, setting) in zip(axes, settings.iterrows()):
+        mask = np.ones(len(rows), dtype=bool)
+        for col in settings_cols:
+            mask &= (rows[col] == setting[col]).to_numpy()
+        sub = rows[mask]
+        for agent in _agent_order(sub["agent"]):
+            curve = sub[sub["agent"].astype(str) == agent].groupby("step")["cumulative_regret"]
+            stats = curve.agg(["mean", "std", "size"]).sort_index()
+            err = stats["std"].fillna(0.0) / np.sqrt(stats["size"])
+            (line,) = ax.plot(stats.index, stats["mean"], label=agent)
+            ax.fill_between(stats.index, stats["mean"] - err, stats["mean"] + err, alpha=0.2, color=line.get_color())
+        ax.set_xlabel("time step t")
+        ax.set_ylabel("cumulative regret")
+        ax.set_title(
+            f"{setting['env']}, d={setting['input_dim']}, N={setting['num_actions']}, "
+            f"beta={setting['temperature']}",
+            fontsize=9,
+        )
+        ax.legend(fontsize=7)
+    return _save(fig, directory, stem)
+
+
+def all_figures(
+    testbed: pd.DataFrame,
+    bandit: pd.DataFrame,
+    joined: pd.DataFrame,
+    results: Mapping[str, CorrelationResult],
+    directory: Path,
+) -> list[Path]:
+    """Every figure the tables allow; returns the written paths."""
+    stems = {"dkl_1": "fig8_regret_vs_dkl1", "dkl_10": "fig9_regret_vs_dkl10", "dkl_10_kappa2": "fig9b_regret_vs_dkl10_kappa2"}
+    paths = plot_normalised_kl(testbed, directory)
+    paths += plot_prior_functions(testbed, directory)
+    paths += plot_regret_curves(bandit, directory)
+    for metric, result in results.items():
+        paths += plot_regret_vs_kl(joined, metric, result, directory, stems[metric])
+    return paths

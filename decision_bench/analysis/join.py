@@ -1,0 +1,224 @@
+"""Reading results tables and joining testbed quality with bandit regret.
+
+The join (paper 000 Sec. 5.2 and App. E.3: "different points of an agent
+correspond to different random seeds for the testbed and sequential problems"):
+
+1. Testbed: for each metric, select its rows
+     dkl_1          tau == 1                  (marginal)
+     dkl_10         tau == 10, kappa is NaN   (joint, iid test inputs)
+     dkl_10_kappa2  tau == 10, kappa == 2     (joint, dyadic test inputs)
+   drop rows whose kl is not finite (with a warning), and average kl per
+   (agent, seed) over the problems (input_dim, num_train, temperature).
+2. Bandit: drop runs whose `error` is non-empty (with a warning), take one
+   final_regret per run (agent, env, input_dim, num_actions, temperature, seed),
+   and average it per (agent, seed) over bandit settings if there are several.
+3. Join per (agent, seed): each bandit point takes the testbed average of the same
+   agent and seed. If the testbed has no rows for that seed, it takes the agent's
+   testbed average over all its seeds instead, and `seed_matched` is False.
+   Agents missing from either table are dropped with a warning.
+
+The result has one row per (metric, agent, seed): columns metric, agent, seed,
+kl, regret, seed_matched.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "BANDIT_COLUMNS",
+    "METRICS",
+    "TESTBED_COLUMNS",
+    "bandit_final_regret",
+    "join_regret",
+    "metric_rows",
+    "read_table",
+    "testbed_metric_by_seed",
+]
+
+# Columns the analysis reads (the tables may have more).
+TESTBED_COLUMNS = ("agent", "input_dim", "num_train", "temperature", "tau", "kappa", "seed", "kl")
+BANDIT_COLUMNS = (
+    "agent", "env", "input_dim", "num_actions", "temperature", "seed",
+    "step", "cumulative_regret", "final_regret",
+)  # fmt: skip
+PROBLEM_COLUMNS = ("input_dim", "num_train", "temperature")
+RUN_COLUMNS = ("agent", "env", "input_dim", "num_actions", "temperature", "seed")
+
+# metric name -> (tau, kappa); kappa None means "iid test inputs" (kappa NaN),
+# "any" means the metric ignores kappa (marginals have no test-input structure).
+METRICS: dict[str, tuple[int, float | None | str]] = {
+    "dkl_1": (1, "any"),
+    "dkl_10": (10, None),
+    "dkl_10_kappa2": (10, 2.0),
+}
+METRIC_LABELS = {
+    "dkl_1": r"$d_{KL}^{1}$",
+    "dkl_10": r"$d_{KL}^{10}$",
+    "dkl_10_kappa2": r"$d_{KL}^{10,\kappa=2}$",
+}
+
+
+def read_table(path: str | Path, required: Sequence[str]) -> pd.DataFrame:
+    """Reads a CSV and checks it has the `required` columns.
+
+    Raises FileNotFoundError naming the file, or ValueError naming the file and
+    the missing columns.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"results file not found: {path}")
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path} is empty (needs columns {list(required)})") from None
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path} is missing columns {missing} (has {list(frame.columns)})")
+    return frame
+
+
+def _check_columns(frame: pd.DataFrame, required: Sequence[str], name: str) -> None:
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} is missing columns {missing} (has {list(frame.columns)})")
+
+
+def metric_rows(testbed: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The testbed rows that measure `metric` (a key of METRICS)."""
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
+    tau, kappa = METRICS[metric]
+    tau_col = pd.to_numeric(testbed["tau"], errors="coerce")
+    kappa_col = pd.to_numeric(testbed["kappa"], errors="coerce")
+    mask = tau_col == tau
+    if kappa is None:
+        mask &= kappa_col.isna()
+    elif kappa != "any":
+        mask &= kappa_col == kappa
+    return testbed[mask]
+
+
+def _finite_kl(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    kl = pd.to_numeric(rows["kl"], errors="coerce")
+    bad = ~np.isfinite(kl.to_numpy(dtype=float))
+    if bad.any():
+        agents = sorted(rows.loc[bad, "agent"].astype(str).unique())
+        # Never average a non-finite value in silently (DESIGN: numerical failure is reported).
+        warnings.warn(
+            f"{metric}: dropping {int(bad.sum())} testbed rows with non-finite kl (agents {agents})",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return rows.loc[~bad].assign(kl=kl[~bad])
+
+
+def testbed_metric_by_seed(testbed: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Mean kl per (agent, seed) over problems for one metric.
+
+    Returns columns agent, seed, kl, num_problems (empty if the metric has no rows).
+    """
+    _check_columns(testbed, TESTBED_COLUMNS, "testbed table")
+    rows = _finite_kl(metric_rows(testbed, metric), metric)
+    if rows.empty:
+        return pd.DataFrame(columns=["agent", "seed", "kl", "num_problems"])
+    problems = rows.groupby("agent")[list(PROBLEM_COLUMNS)].apply(
+        lambda g: frozenset(map(tuple, g.drop_duplicates().to_numpy().tolist()))
+    )
+    if problems.nunique() > 1:
+        # Averages over different problem sets are not comparable across agents.
+        warnings.warn(
+            f"{metric}: agents were evaluated on different testbed problems "
+            f"({dict(problems.map(len))} problems each); their averages are not comparable",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    grouped = rows.groupby(["agent", "seed"], as_index=False).agg(
+        kl=("kl", "mean"), num_problems=("kl", "size")
+    )
+    return grouped
+
+
+def bandit_final_regret(bandit: pd.DataFrame) -> pd.DataFrame:
+    """One regret per (agent, seed): final_regret averaged over bandit settings.
+
+    Runs with a non-empty `error` are dropped with a warning. Returns columns
+    agent, seed, regret, num_runs.
+    """
+    _check_columns(bandit, BANDIT_COLUMNS, "bandit table")
+    rows = bandit
+    if "error" in rows.columns:
+        err = rows["error"]
+        failed = err.notna() & (err.astype(str).str.strip() != "")
+        if failed.any():
+            runs = sorted(set(map(tuple, rows.loc[failed, ["agent", "seed"]].astype(str).to_numpy().tolist())))
+            warnings.warn(
+                f"dropping {len(runs)} failed bandit runs (agent, seed): {runs[:10]}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            rows = rows.loc[~failed]
+    # final_regret is repeated on each log row of a run: one value per run.
+    runs = rows.groupby(list(RUN_COLUMNS), as_index=False, dropna=False)["final_regret"].last()
+    regret = pd.to_numeric(runs["final_regret"], errors="coerce")
+    bad = ~np.isfinite(regret.to_numpy(dtype=float))
+    if bad.any():
+        warnings.warn(
+            f"dropping {int(bad.sum())} bandit runs with non-finite final_regret",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        runs = runs.loc[~bad]
+    if runs[["env", "input_dim", "num_actions", "temperature"]].drop_duplicates().shape[0] > 1:
+        warnings.warn(
+            "bandit table has several settings (env, input_dim, num_actions, temperature); "
+            "final regret is averaged over them per agent and seed",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return runs.groupby(["agent", "seed"], as_index=False).agg(
+        regret=("final_regret", "mean"), num_runs=("final_regret", "size")
+    )
+
+
+def join_regret(testbed: pd.DataFrame, bandit: pd.DataFrame, metrics: Sequence[str] = tuple(METRICS)) -> pd.DataFrame:
+    """Joins testbed metrics with bandit regret per (agent, seed) (see module doc).
+
+    Returns the long table: metric, agent, seed, kl, regret, seed_matched.
+    Metrics without testbed rows contribute no rows.
+    """
+    regret = bandit_final_regret(bandit)
+    regret = regret.assign(agent=regret["agent"].astype(str))
+    pieces = []
+    for metric in metrics:
+        by_seed = testbed_metric_by_seed(testbed, metric)
+        if by_seed.empty:
+            continue
+        by_seed = by_seed.assign(agent=by_seed["agent"].astype(str))
+        missing_in_testbed = sorted(set(regret["agent"]) - set(by_seed["agent"]))
+        missing_in_bandit = sorted(set(by_seed["agent"]) - set(regret["agent"]))
+        if missing_in_testbed or missing_in_bandit:
+            warnings.warn(
+                f"{metric}: agents only in the bandit table {missing_in_testbed}, "
+                f"only in the testbed table {missing_in_bandit}; they are left out",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        agent_mean = by_seed.groupby("agent")["kl"].mean().rename("kl_agent_mean")
+        merged = regret.merge(by_seed[["agent", "seed", "kl"]], on=["agent", "seed"], how="left")
+        merged = merged.merge(agent_mean, left_on="agent", right_index=True, how="inner")
+        matched = merged["kl"].notna()
+        merged = merged.assign(
+            kl=merged["kl"].where(matched, merged["kl_agent_mean"]),
+            seed_matched=matched,
+            metric=metric,
+        )
+        pieces.append(merged[["metric", "agent", "seed", "kl", "regret", "seed_matched"]])
+    if not pieces:
+        return pd.DataFrame(columns=["metric", "agent", "seed", "kl", "regret", "seed_matched"])
+    return pd.concat(pieces, ignore_index=True).sort_values(["metric", "agent", "seed"], ignore_index=True)

@@ -1,0 +1,407 @@
+"""Agents: the registry-wide contract and the specific checks of issue 3.
+
+Contract tests are parametrized over ``agents.names()``, so every registered
+agent is checked. Configs are kept small through ``small_overrides`` (generic
+keys filtered by each agent's hyperparameters, plus per-agent extras).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import optimize
+
+from decision_bench import agents
+from decision_bench.agents import baselines, dropout, ensemble, mlp
+from decision_bench.agents.regularization import decayed_weight
+from decision_bench.envs.testbed import Dataset
+from decision_bench.priors import MLPPrior
+from decision_bench.specs import ProblemSpec
+
+# Agents whose samples must not depend on the key (no epistemic index).
+DETERMINISTIC = {"mlp", "uniform", "logistic"}
+# Agents that ignore the data: no training improvement to check.
+DATA_INDEPENDENT = {"uniform", "prior"}
+
+NUM_TRAIN = 64
+SPEC = ProblemSpec(input_dim=2, num_classes=2, temperature=0.1, num_train=NUM_TRAIN)
+
+# Generic small settings, applied where the agent has the hyperparameter.
+_SMALL = dict(num_steps=100, num_ensemble=5)
+# Per-agent extras that keep cross-field constraints valid at small sizes.
+_SMALL_EXTRA = {
+    "sgmcmc": dict(burn_in=50, keep_every=10),
+    "sgmcmc_quick": dict(burn_in=50, keep_every=10),
+}
+
+
+def small_overrides(name: str) -> dict:
+    valid = set(agents.hyperparameters(name))
+    overrides = {k: v for k, v in _SMALL.items() if k in valid}
+    overrides.update(_SMALL_EXTRA.get(name, {}))
+    return overrides
+
+
+def separable_data(key: jax.Array, num_train: int = NUM_TRAIN) -> Dataset:
+    """x ~ N(0, I_2), y = 1[x0 + x1 > 0]: linearly separable."""
+    x = jax.random.normal(key, (num_train, 2), jnp.float32)
+    return Dataset(x, (x.sum(-1) > 0).astype(jnp.int32))
+
+
+@functools.lru_cache(maxsize=None)
+def small_agent(name: str) -> agents.Agent:
+    # Cached so every test of one agent shares its compiled fit and samplers.
+    return agents.make(name, SPEC, **small_overrides(name))
+
+
+@functools.lru_cache(maxsize=None)
+def fitted(name: str, seed: int = 0):
+    """(agent, data, state) for a small agent fitted on separable data."""
+    agent = small_agent(name)
+    data = separable_data(jax.random.key(100 + seed))
+    state = agents.fit_checked(agent, jax.random.key(seed), data, SPEC)
+    return agent, data, state
+
+
+@functools.lru_cache(maxsize=None)
+def sampler(name: str):
+    """jitted (state, keys [K], x [n, d]) -> logits [K, n, C]."""
+    agent = small_agent(name)
+    return jax.jit(jax.vmap(agent.sample_logits, (None, 0, None)))
+
+
+def _signature(tree):
+    return jax.tree.map(lambda leaf: (jnp.shape(leaf), jnp.result_type(leaf)), tree)
+
+
+# ---------------------------------------------------------------- contract
+
+
+@pytest.mark.parametrize("name", agents.names())
+def test_shapes_and_state_signature(name):
+    agent, data, state = fitted(name)
+    init_state = agent.init(jax.random.key(0), SPEC)
+    assert _signature(state) == _signature(init_state)
+    x = data.x[:7]
+    logits = sampler(name)(state, jax.random.split(jax.random.key(1), 3), x)
+    assert logits.shape == (3, 7, SPEC.num_classes)
+    assert bool(jnp.all(jnp.isfinite(logits)))
+    if agent.member_logits is not None:
+        members = agent.member_logits(state, x)
+        assert members.ndim == 3 and members.shape[1:] == (7, SPEC.num_classes)
+
+
+@pytest.mark.parametrize("name", sorted(set(agents.names()) - DATA_INDEPENDENT))
+def test_training_lowers_loss_on_separable_data(name):
+    agent, data, state = fitted(name)
+    before = agents.fit(agent, jax.random.key(0), data, SPEC, num_steps=0)  # = init state
+    keys = jax.random.split(jax.random.key(2), 16)
+
+    def predictive_nll(s):
+        # NLL of the mean predictive over 16 draws, on the training data.
+        probs = jax.nn.softmax(sampler(name)(s, keys, data.x), -1).mean(0)
+        return float(-jnp.log(jnp.take_along_axis(probs, data.y[:, None], 1) + 1e-12).mean())
+
+    nll_before, nll_after = predictive_nll(before), predictive_nll(state)
+    # A real decrease, not noise: at least 20% of the initial loss.
+    assert nll_after < 0.8 * nll_before, (nll_before, nll_after)
+
+
+@pytest.mark.parametrize("name", agents.names())
+def test_same_key_same_sample_different_keys_differ(name):
+    agent, data, state = fitted(name)
+    keys = jax.random.split(jax.random.key(3), 8)
+    draws = np.asarray(sampler(name)(state, keys, data.x[:5]))
+    again = np.asarray(sampler(name)(state, keys, data.x[:5]))
+    np.testing.assert_array_equal(draws, again)
+    distinct = {d.tobytes() for d in draws}
+    if name in DETERMINISTIC:
+        assert len(distinct) == 1
+    else:
+        # Ensembles of 5 may repeat a member; 8 draws all equal has probability 5**-7.
+        assert len(distinct) > 1
+
+
+@pytest.mark.parametrize("name", agents.names())
+def test_fit_under_vmap_equals_separate_fits(name):
+    agent = small_agent(name)
+    seeds = (0, 1, 2)
+    datasets = [fitted(name, s)[1] for s in seeds]
+    separate = [fitted(name, s)[2] for s in seeds]
+    keys = jnp.stack([jax.random.key(s) for s in seeds])
+    stacked_data = Dataset(*(jnp.stack(parts) for parts in zip(*datasets)))
+    batched = jax.vmap(lambda k, d: agents.fit(agent, k, d, SPEC))(keys, stacked_data)
+    for i, single in enumerate(separate):
+        jax.tree.map(
+            # Batched matmuls may round differently from unbatched ones.
+            lambda a, b: np.testing.assert_allclose(a[i], b, rtol=1e-4, atol=1e-5),
+            batched,
+            single,
+        )
+
+
+# ---------------------------------------------------------------- regularisation
+
+
+def test_decayed_weight_matches_hand_computed_numbers():
+    root_beta = math.sqrt(0.1)
+    # testbed: lambda d sqrt(beta) / (M T)
+    w = decayed_weight(1.0, 1000, input_dim=2, temperature=0.1, mode="testbed")
+    assert float(w) == pytest.approx(2 * root_beta / 1000, rel=1e-6)  # 6.3246e-4
+    w = decayed_weight(1.0, 1000, input_dim=2, temperature=0.1, num_members=100)
+    assert float(w) == pytest.approx(6.324555e-6, rel=1e-6)
+    w = decayed_weight(3.0, 10, input_dim=10, temperature=0.5)
+    assert float(w) == pytest.approx(3 * 10 * math.sqrt(0.5) / 10, rel=1e-6)
+    # sequential: lambda 2 sqrt(beta) / (M t), independent of d
+    w = decayed_weight(1.0, 50, input_dim=7, temperature=0.1, mode="sequential")
+    assert float(w) == pytest.approx(0.0126491106, rel=1e-6)
+    w = decayed_weight(1.0, 50, input_dim=7, temperature=0.1, mode="sequential", num_members=10)
+    assert float(w) == pytest.approx(0.00126491106, rel=1e-6)
+    # before any data the weight is that of one observation, not infinite
+    w0 = decayed_weight(1.0, 0, input_dim=2, temperature=0.1, mode="sequential")
+    assert float(w0) == pytest.approx(2 * root_beta, rel=1e-6)
+
+
+def test_agent_weights_follow_the_formulas():
+    spec = ProblemSpec(input_dim=2, temperature=0.1, num_train=1000)
+    rb = math.sqrt(0.1)
+    T, t = 1000, 37
+    cases = [
+        (mlp.l2_weight, mlp.MLPConfig(l2=1.0), 2 * rb / T, 2 * rb / t),
+        (baselines.l2_weight, baselines.LogisticConfig(l2=0.5), 0.5 * 2 * rb / T, 0.5 * 2 * rb / t),
+        (
+            ensemble.l2_weight,
+            ensemble.EnsembleConfig(num_ensemble=100),
+            2 * rb / (100 * T),
+            2 * rb / (100 * t),
+        ),
+        (
+            ensemble.l2_weight,
+            ensemble.EnsemblePlusConfig(num_ensemble=10, l2=3.0),
+            3 * 2 * rb / (10 * T),
+            3 * 2 * rb / (10 * t),
+        ),
+        # dropout: l d sqrt(beta) / T and 2 sqrt(beta) l / t
+        (dropout.l2_weight, dropout.DropoutConfig(length_scale=3.0), 3 * 2 * rb / T, 2 * rb * 3 / t),
+    ]
+    for weight_fn, config, testbed, sequential in cases:
+        assert float(weight_fn(spec, config, T)) == pytest.approx(testbed, rel=1e-6)
+        seq = dataclasses.replace(config, regularization="sequential")
+        assert float(weight_fn(spec, seq, t)) == pytest.approx(sequential, rel=1e-6)
+
+
+# ---------------------------------------------------------------- specific agents
+
+
+def test_dropout_identical_inputs_get_identical_logits():
+    agent, data, state = fitted("dropout")
+    x = jnp.stack([data.x[0], data.x[0], data.x[1], data.x[0]])
+    logits = sampler("dropout")(state, jax.random.split(jax.random.key(4), 6), x)
+    np.testing.assert_array_equal(logits[:, 0], logits[:, 1])
+    np.testing.assert_array_equal(logits[:, 0], logits[:, 3])
+    assert len({np.asarray(l[0]).tobytes() for l in logits}) > 1  # masks vary by key
+
+
+def test_ensemble_plus_prior_is_fixed_and_members_are_trained():
+    agent, data, state = fitted("ensemble+")
+    initial = agents.fit(agent, jax.random.key(0), data, SPEC, num_steps=0)
+    jax.tree.map(np.testing.assert_array_equal, state.prior_params, initial.prior_params)
+    changed = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), state.params, initial.params)
+    assert all(jax.tree.leaves(changed))
+    # The prior contributes prior_scale / sqrt(beta) times the generative MLP's output.
+    config = agents.config("ensemble+", **small_overrides("ensemble+"))
+    prior = MLPPrior(2, (50, 50), "relu", 2, SPEC.temperature)
+    member0 = jax.tree.map(lambda p: p[0], state.prior_params)
+    trained0 = jax.tree.map(lambda p: p[0], state.params)
+    net = mlp.MLP((50, 50), 2)
+    expected = net.apply(trained0, data.x[:4]) + config.prior_scale / math.sqrt(
+        SPEC.temperature
+    ) * prior.raw_logits(member0, data.x[:4])
+    np.testing.assert_allclose(agent.member_logits(state, data.x[:4])[0], expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["exponential", "bernoulli"])
+def test_bootstrap_weights_have_mean_one(kind):
+    spec = dataclasses.replace(SPEC, num_train=2000)
+    agent = agents.make("ensemble+", spec, num_ensemble=5, bootstrap=kind)
+    weights = np.asarray(agent.init(jax.random.key(5), spec).bootstrap_weights)
+    assert weights.shape == (5, 2000)
+    # Both laws have mean 1 and standard deviation 1: 5 standard errors.
+    assert abs(weights.mean() - 1.0) < 5.0 / math.sqrt(weights.size)
+    assert np.all(weights >= 0)
+    if kind == "bernoulli":
+        assert set(np.unique(weights)) == {0.0, 2.0}
+    none = agents.make("ensemble+", spec, num_ensemble=5).init(jax.random.key(5), spec)
+    assert np.all(np.asarray(none.bootstrap_weights) == 1.0)
+
+
+def test_bootstrap_weight_zero_removes_an_example():
+    # With weights looked up by Batch.index, a member whose weight for every
+    # example in the batch is 0 gets gradient only from the L2 term.
+    spec = ProblemSpec(input_dim=2, temperature=0.1, num_train=4)
+    agent = agents.make("ensemble+", spec, num_ensemble=2, bootstrap="bernoulli", l2=0.0)
+    state = agent.init(jax.random.key(6), spec)
+    weights = jnp.array([[0.0, 0.0, 0.0, 0.0], [2.0, 2.0, 2.0, 2.0]])
+    state = state._replace(bootstrap_weights=weights)
+    x = jax.random.normal(jax.random.key(7), (4, 2))
+    batch = agents.Batch(x, jnp.array([0, 1, 0, 1]), jnp.float32(4), jnp.arange(4) + 4)  # % 4
+    new = agent.update(state, batch, jax.random.key(8))
+    moved = jax.tree.map(lambda a, b: np.asarray(jnp.any(a != b, axis=tuple(range(1, a.ndim)))), new.params, state.params)
+    for leaf in jax.tree.leaves(moved):
+        assert not leaf[0] and leaf[1]
+
+
+def test_prior_baseline_has_the_generative_statistics():
+    agent = agents.make("prior", SPEC)
+    state = agent.init(jax.random.key(0), SPEC)
+    x = jnp.array([[0.0, 0.0], [1.0, -0.5], [-2.0, 1.5]])
+    n = 4000
+    ours = np.asarray(
+        jax.jit(jax.vmap(agent.sample_logits, (None, 0, None)))(
+            state, jax.random.split(jax.random.key(9), n), x
+        )
+    )
+    gen = MLPPrior(2, temperature=SPEC.temperature)
+    theirs = np.asarray(
+        jax.vmap(lambda k: gen.logits(gen.init(k), x))(jax.random.split(jax.random.key(10), n))
+    )
+    assert ours.shape == theirs.shape == (n, 3, 2)
+    m1, m2 = ours.mean(0), theirs.mean(0)
+    v1, v2 = ours.var(0), theirs.var(0)
+    # Means: the prior is symmetric (zero-mean last layer), so E[logit] = 0; and
+    # the two samples agree, each within 5 standard errors.
+    assert np.all(np.abs(m1) < 5 * np.sqrt(v1 / n))
+    assert np.all(np.abs(m1 - m2) < 5 * np.sqrt(v1 / n + v2 / n))
+    # Variances: the standard error of a sample variance is sqrt((mu4 - var^2) / n).
+    se_var = np.sqrt(
+        ((((ours - m1) ** 4).mean(0) - v1**2) + (((theirs - m2) ** 4).mean(0) - v2**2)) / n
+    )
+    assert np.all(np.abs(v1 - v2) < 5 * se_var)
+    # The logits are divided by the temperature: raw scale is order 1, so 1/beta = 10.
+    assert 1.0 < float(np.sqrt(v1.mean())) < 100.0
+
+
+def test_logistic_agent_finds_the_bayesian_posterior_mode():
+    """L2-regularised logistic regression = MAP of Bayesian logistic regression.
+
+    1-D input, temperature 1, T = 30, l2 = 1: the agent minimises
+    F(W, b) = mean xent + w (|W|^2 + |b|^2) with w = l2 d sqrt(beta) / T = 1/30.
+    The logit difference z = theta x + c, theta = W1 - W0, c = b1 - b0, and at the
+    optimum the penalty is (w / 2)(theta^2 + c^2): T F is the negative log
+    posterior of (theta, c) under the prior N(0, I / (w T)) = N(0, I). We compute
+    that posterior's mode independently (scipy, float64) and bound the agent's
+    distance to it by strong convexity: F has Hessian >= 2w I in (W, b), so
+    |p - p*| <= |grad F(p)| / (2w), and |(theta, c) - (theta*, c*)| <= sqrt(2) |p - p*|.
+    """
+    T = 30
+    spec = ProblemSpec(input_dim=1, temperature=1.0, num_train=T)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=T)
+    y = (rng.uniform(size=T) < 1 / (1 + np.exp(-(2.0 * x + 0.5)))).astype(np.int64)
+    data = Dataset(jnp.asarray(x[:, None], jnp.float32), jnp.asarray(y, jnp.int32))
+
+    agent = agents.make("logistic", spec, learning_rate=1e-2, num_steps=4000)
+    state = agents.fit_checked(agent, jax.random.key(0), data, spec, batch_size=T)
+    kernel = np.asarray(state.params["params"]["kernel"], np.float64)  # [1, 2]
+    bias = np.asarray(state.params["params"]["bias"], np.float64)  # [2]
+
+    w = 1.0 * 1 * math.sqrt(1.0) / T
+    sign = 2 * y - 1
+
+    def neg_log_posterior(v):  # v = (theta, c); prior variance 1 / (w T) = 1
+        z = v[0] * x + v[1]
+        return np.logaddexp(0.0, -sign * z).sum() + 0.5 * w * T * (v @ v)
+
+    mode = optimize.minimize(neg_log_posterior, np.zeros(2), method="BFGS", options={"gtol": 1e-12}).x
+
+    # Gradient of the agent's objective at its fitted params, written from the formula.
+    z = kernel[0, 1] * x + bias[1] - kernel[0, 0] * x - bias[0]
+    p1 = 1 / (1 + np.exp(-z))
+    r = (p1 - y) / T  # d mean-xent / d z
+    g_w1, g_b1 = (r * x).sum(), r.sum()
+    grad = np.array([-g_w1, g_w1, -g_b1, g_b1]) + 2 * w * np.concatenate([kernel[0], bias])
+    tolerance = math.sqrt(2) * np.linalg.norm(grad) / (2 * w) + 1e-6
+    fitted_v = np.array([kernel[0, 1] - kernel[0, 0], bias[1] - bias[0]])
+    assert np.linalg.norm(fitted_v - mode) <= tolerance, (fitted_v, mode, tolerance)
+    # The bound must be tight enough to matter: far below the scale of the mode.
+    assert tolerance < 0.05 * np.linalg.norm(mode)
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_unknown_name_lists_the_registered_names():
+    with pytest.raises(ValueError, match="registered agents") as err:
+        agents.make("ensmble", SPEC)
+    for name in agents.names():
+        assert repr(name) in str(err.value)
+
+
+def test_unknown_override_lists_the_hyperparameters():
+    with pytest.raises(ValueError) as err:
+        agents.make("ensemble", SPEC, ensemble_size=3)
+    message = str(err.value)
+    assert "ensemble_size" in message
+    for field in agents.hyperparameters("ensemble"):
+        assert field in message
+
+
+@pytest.mark.parametrize(
+    "name, overrides, parameter",
+    [
+        ("ensemble", dict(num_ensemble=0), "num_ensemble"),
+        ("ensemble+", dict(num_ensemble=-1), "num_ensemble"),
+        ("dropout", dict(dropout_rate=1.0), "dropout_rate"),
+        ("dropout", dict(dropout_rate=-0.1), "dropout_rate"),
+        ("dropout", dict(length_scale=0.0), "length_scale"),
+        ("mlp", dict(l2=-1.0), "l2"),
+        ("logistic", dict(l2=-0.5), "l2"),
+        ("mlp", dict(learning_rate=0.0), "learning_rate"),
+        ("ensemble", dict(learning_rate=-1e-3), "learning_rate"),
+        ("mlp", dict(regularization="adaptive"), "regularization"),
+        ("ensemble+", dict(bootstrap="poisson"), "bootstrap"),
+        ("mlp", dict(hidden_sizes=(50, 0)), "hidden_sizes"),
+        ("prior", dict(activation="softplus"), "activation"),
+    ],
+)
+def test_invalid_values_fail_at_construction(name, overrides, parameter):
+    with pytest.raises(ValueError, match=parameter):
+        agents.make(name, SPEC, **overrides)
+
+
+@pytest.mark.parametrize("name", agents.names())
+def test_every_config_has_the_regularization_mode(name):
+    assert agents.config(name).regularization == "testbed"
+    assert agents.config(name, regularization="sequential").regularization == "sequential"
+
+
+def test_data_shape_mismatch_names_both_shapes():
+    agent = small_agent("mlp")
+    bad = Dataset(jnp.zeros((NUM_TRAIN, 3)), jnp.zeros((NUM_TRAIN,), jnp.int32))
+    with pytest.raises(ValueError, match=r"\(64, 3\).*\(64, 2\)"):
+        agents.fit(agent, jax.random.key(0), bad, SPEC)
+
+
+def test_empty_data_returns_the_initial_state():
+    spec = dataclasses.replace(SPEC, num_train=0)
+    agent = agents.make("mlp", spec, num_steps=5)
+    empty = Dataset(jnp.zeros((0, 2)), jnp.zeros((0,), jnp.int32))
+    state = agents.fit(agent, jax.random.key(0), empty, spec)
+    initial = agent.init(jax.random.split(jax.random.key(0))[0], spec)
+    jax.tree.map(np.testing.assert_array_equal, state, initial)
+
+
+def test_non_finite_fit_is_reported():
+    agent = small_agent("mlp")
+    data = separable_data(jax.random.key(0))
+    poisoned = Dataset(data.x.at[3, 0].set(jnp.nan), data.y)
+    state = agents.fit(agent, jax.random.key(0), poisoned, SPEC)
+    assert not bool(agents.params_are_finite(state))
+    with pytest.raises(agents.NonFiniteParamsError, match="mlp"):
+        agents.fit_checked(agent, jax.random.key(0), poisoned, SPEC)

@@ -1,0 +1,231 @@
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import decision_bench
+from decision_bench.envs import BernoulliBandit, ContextualNeuralBandit, NeuralBandit, make_bandit
+
+SMALL = {
+    "decision_bench/NeuralBandit-v0": dict(input_dim=2, num_actions=8, hidden_sizes=(10,)),
+    "decision_bench/ContextualNeuralBandit-v0": dict(input_dim=3, num_actions=5, hidden_sizes=(10,)),
+    "decision_bench/BernoulliBandit-v0": dict(num_actions=6),
+}
+
+
+def _rollout(env, seed, actions):
+    obs, _ = env.reset(seed=seed)
+    out = [obs]
+    for a in actions:
+        obs, reward, terminated, truncated, info = env.step(a)
+        out.append((obs, reward, terminated, truncated, info))
+    return out
+
+
+def _same(a, b):
+    return all(
+        np.array_equal(x, y)
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))
+    ) and len(jax.tree.leaves(a)) == len(jax.tree.leaves(b))
+
+
+@pytest.mark.parametrize("env_id", decision_bench.ENV_IDS)
+def test_check_env_passes(env_id):
+    check_env(gym.make(env_id, **SMALL[env_id]).unwrapped, skip_render_check=True)
+
+
+def test_importing_the_package_registers_every_id():
+    assert set(decision_bench.ENV_IDS) <= set(gym.registry)
+    assert set(SMALL) == set(decision_bench.ENV_IDS)
+
+
+def test_module_prefix_registers_without_a_prior_import():
+    env = gym.make("decision_bench:decision_bench/BernoulliBandit-v0", num_actions=3)
+    assert env.action_space.n == 3
+
+
+@pytest.mark.parametrize("env_id", decision_bench.ENV_IDS)
+def test_same_seed_gives_identical_trajectories_and_different_seeds_differ(env_id):
+    actions = [0, 1, 2, 1, 0] * 4
+    a = _rollout(gym.make(env_id, **SMALL[env_id]), 7, actions)
+    b = _rollout(gym.make(env_id, **SMALL[env_id]), 7, actions)
+    c = _rollout(gym.make(env_id, **SMALL[env_id]), 8, actions)
+    assert _same(a, b)
+    assert not _same(a, c)
+
+
+@pytest.mark.parametrize("env_id", decision_bench.ENV_IDS)
+def test_regret_is_optimal_minus_chosen_expected_reward_and_nonnegative(env_id):
+    env = gym.make(env_id, **SMALL[env_id])
+    env.reset(seed=3)
+    for a in [0, 1, 2, 3, 4] * 3:
+        _, _, _, _, info = env.step(a)
+        assert info["regret"] == pytest.approx(info["optimal_expected_reward"] - info["expected_reward"], abs=1e-7)
+        assert info["regret"] >= 0
+        assert 0 <= info["optimal_action"] < env.action_space.n
+
+
+def test_fixed_action_set_stays_and_contextual_set_changes():
+    fixed = gym.make("decision_bench/NeuralBandit-v0", input_dim=2, num_actions=4)
+    obs0, _ = fixed.reset(seed=0)
+    assert np.array_equal(fixed.step(0)[0], obs0)
+    ctx = gym.make("decision_bench/ContextualNeuralBandit-v0", input_dim=2, num_actions=4)
+    obs0, _ = ctx.reset(seed=0)
+    assert not np.array_equal(ctx.step(0)[0], obs0)
+
+
+def test_reset_samples_a_new_environment():
+    env = gym.make("decision_bench/NeuralBandit-v0", input_dim=2, num_actions=4)
+    obs_a, _ = env.reset(seed=0)
+    obs_b, _ = env.reset()
+    assert not np.array_equal(obs_a, obs_b)
+
+
+def test_reward_rate_of_one_action_matches_its_expected_reward():
+    core = NeuralBandit(input_dim=2, num_actions=10, temperature=0.5)
+    params = core.sample_params(jax.random.key(1))
+    _, state = core.reset(jax.random.key(2), params)
+    n = 20_000
+    keys = jax.random.split(jax.random.key(3), n)
+    rewards, info = jax.vmap(lambda k: core.step(k, state, 4, params)[2:])(keys)
+    p = float(info["expected_reward"][0])
+    # binomial standard error; 5 of them makes a false failure about 1 in 3 million
+    assert abs(float(rewards.mean()) - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-6
+
+
+def test_default_number_of_actions_is_twenty_per_dimension():
+    assert NeuralBandit(input_dim=3).num_actions == 60
+    assert gym.make("decision_bench/NeuralBandit-v0", input_dim=2).action_space.n == 40
+
+
+@pytest.mark.parametrize("env_id", decision_bench.ENV_IDS)
+def test_adapter_and_functional_core_give_identical_trajectories(env_id):
+    env = gym.make(env_id, **SMALL[env_id])
+    actions = [1, 0, 2, 2, 1, 3]
+    steps = _rollout(env, 11, actions)
+
+    core = make_bandit(env_id, **SMALL[env_id])
+    key = jax.random.key(11)
+    k_params, k_reset, key = jax.random.split(key, 3)
+    params = core.sample_params(k_params)
+    obs, state = core.reset(k_reset, params)
+    assert np.array_equal(np.asarray(obs), steps[0])
+    for a, (g_obs, g_reward, _, _, g_info) in zip(actions, steps[1:]):
+        key, k_step = jax.random.split(key)
+        obs, state, reward, info = core.step(k_step, state, jnp.int32(a), params)
+        assert np.array_equal(np.asarray(obs), g_obs)
+        assert float(reward) == g_reward
+        # jitted and eager float32 arithmetic may differ in the last bits
+        assert float(info["regret"]) == pytest.approx(g_info["regret"], abs=1e-6)
+
+
+@pytest.mark.parametrize("env_id", decision_bench.ENV_IDS)
+@pytest.mark.parametrize("mode", [None, "sync"])
+def test_make_vec_matches_single_envs_with_the_same_seeds(env_id, mode):
+    k = 3
+    kwargs = {} if mode is None else {"vectorization_mode": mode}
+    venv = gym.make_vec(env_id, num_envs=k, **kwargs, **SMALL[env_id])
+    obs, _ = venv.reset(seed=[5, 6, 7])
+    singles = [gym.make(env_id, **SMALL[env_id]) for _ in range(k)]
+    single_obs = [e.reset(seed=s)[0] for e, s in zip(singles, [5, 6, 7])]
+    np.testing.assert_array_equal(obs, np.stack(single_obs))
+    for t in range(5):
+        actions = np.array([t % 3, (t + 1) % 3, 0])
+        obs, reward, term, trunc, info = venv.step(actions)
+        for i, e in enumerate(singles):
+            s_obs, s_reward, _, _, s_info = e.step(int(actions[i]))
+            np.testing.assert_array_equal(obs[i], s_obs)
+            assert reward[i] == s_reward
+            assert info["regret"][i] == pytest.approx(s_info["regret"], abs=1e-7)
+        assert not term.any() and not trunc.any()
+
+
+def test_vector_env_is_one_compiled_core_not_python_envs():
+    venv = gym.make_vec("decision_bench/NeuralBandit-v0", num_envs=4, input_dim=2, num_actions=5)
+    assert type(venv.unwrapped).__name__ == "BanditVectorEnv"
+    obs, _ = venv.reset(seed=0)
+    assert obs.shape == (4, 5, 2)
+    assert len({o.tobytes() for o in obs}) == 4  # each copy its own seed
+
+
+def test_vector_env_truncates_and_resets_on_the_next_step():
+    venv = gym.make_vec("decision_bench/BernoulliBandit-v0", num_envs=2, num_actions=3, max_episode_steps=2)
+    venv.reset(seed=0)
+    assert not venv.step(np.array([0, 1]))[3].any()
+    assert venv.step(np.array([0, 1]))[3].all()
+    obs, reward, _, trunc, info = venv.step(np.array([0, 1]))
+    assert not trunc.any() and np.all(reward == 0) and not info["_regret"].any()
+
+
+def test_single_env_truncates_with_max_episode_steps():
+    env = gym.make("decision_bench/BernoulliBandit-v0", num_actions=3, max_episode_steps=2)
+    env.reset(seed=0)
+    assert env.step(0)[3] is False
+    assert env.step(0)[3] is True
+
+
+@pytest.mark.parametrize(
+    "kwargs, parameter",
+    [
+        (dict(input_dim=0), "input_dim"),
+        (dict(num_actions=0), "num_actions"),
+        (dict(temperature=-1.0), "temperature"),
+        (dict(temperature=float("inf")), "temperature"),
+        (dict(activation="cosine"), "activation"),
+        (dict(hidden_sizes=()), "hidden_sizes"),
+        (dict(hiddens=(5,)), "hiddens"),
+    ],
+)
+def test_invalid_environment_arguments_name_the_parameter(kwargs, parameter):
+    with pytest.raises(ValueError, match=parameter):
+        gym.make("decision_bench/NeuralBandit-v0", **kwargs)
+
+
+def test_unknown_keyword_to_make_vec_is_an_error():
+    with pytest.raises(ValueError, match="accepted"):
+        gym.make_vec("decision_bench/BernoulliBandit-v0", num_envs=2, temperature=0.1)
+
+
+@pytest.mark.parametrize("action", [-1, 8, 2.5, "a"])
+def test_action_outside_the_action_space_is_an_error(action):
+    env = gym.make("decision_bench/NeuralBandit-v0", input_dim=2, num_actions=8).unwrapped
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="action"):
+        env.step(action)
+
+
+def test_vector_actions_outside_the_space_are_an_error():
+    venv = gym.make_vec("decision_bench/BernoulliBandit-v0", num_envs=2, num_actions=3)
+    venv.reset(seed=0)
+    with pytest.raises(ValueError, match="actions"):
+        venv.step(np.array([0, 3]))
+
+
+def test_functional_core_jits_vmaps_and_scans():
+    core = ContextualNeuralBandit(input_dim=2, num_actions=6)
+
+    def episode(key):
+        k_p, k_r, k_s = jax.random.split(key, 3)
+        params = core.sample_params(k_p)
+        _, state = core.reset(k_r, params)
+
+        def body(state, k):
+            _, state, reward, info = core.step(k, state, jnp.int32(0), params)
+            return state, info["regret"]
+
+        return jax.lax.scan(body, state, jax.random.split(k_s, 50))[1]
+
+    regrets = jax.jit(jax.vmap(episode))(jax.random.split(jax.random.key(0), 3))
+    assert regrets.shape == (3, 50) and np.all(np.asarray(regrets) >= 0)
+
+
+def test_bernoulli_bandit_expected_rewards_are_the_coin_probabilities():
+    core = BernoulliBandit(num_actions=5)
+    params = core.sample_params(jax.random.key(0))
+    obs, state = core.reset(jax.random.key(1), params)
+    np.testing.assert_array_equal(obs, np.eye(5))
+    for a in range(5):
+        info = core.step(jax.random.key(a), state, a, params)[3]
+        assert float(info["expected_reward"]) == pytest.approx(float(params.model["p"][a]))
