@@ -318,6 +318,13 @@ class ResultsStore:
                 f"the result for cell {cell.id} must be a pandas DataFrame, got {type(frame).__name__}"
             )
         table = _table_to_json(frame.reset_index(drop=True))
+        try:
+            checksum = _checksum(table)
+        except TypeError as err:  # e.g. a datetime or array column
+            raise ValueError(
+                f"the result for cell {cell.id} has values JSON cannot store ({err}); "
+                "use numbers, strings, booleans or None"
+            ) from None
         payload = {
             "format": FORMAT,
             "cell_id": cell.id,
@@ -325,7 +332,7 @@ class ResultsStore:
             "versions": package_versions(),
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "num_rows": len(frame),
-            "sha256": _checksum(table),
+            "sha256": checksum,
             "table": table,
         }
         text = json.dumps(payload, separators=(",", ":"))
@@ -455,7 +462,9 @@ def run_sweep(
       store: where finished cells live; finished cells are skipped, corrupt ones
         are reported and recomputed.
       executor: "local" (in this process, one cell at a time) or "ray" (one Ray
-        task per cell, on the cluster at `address`, or a local instance).
+        task per cell, on the cluster at `address`, or a local instance; the
+        workers must be able to import decision_bench and compute_fn's module).
+        If Ray is already initialised, that instance is used and left running.
       address: Ray cluster address (e.g. "auto" or "ray://host:10001"); only for
         executor="ray". None starts a local instance unless Ray is already up.
       progress: show a tqdm bar (cells done / total, rate and time left).
@@ -529,7 +538,10 @@ def _run_ray(todo, compute_fn, store, bar, address) -> None:
     ray = _import_ray()
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        # A local instance needs no dashboard; a cluster keeps its own settings
+        # (and "ray://" client connections reject start-up options).
+        options = {"include_dashboard": False} if address is None else {}
+        ray.init(address=address, **options)
     try:
         remote_call = ray.remote(_call)
         fn_ref = ray.put(compute_fn)  # shipped once, not once per task

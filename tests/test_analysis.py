@@ -232,6 +232,7 @@ def test_analyze_writes_the_expected_correlations_figures_and_report(tmp_path):
     assert "marginal prediction quality does not" in report
     assert "Pearson (log) 1.000 [1.000, 1.000]" in report
     assert "![fig9_regret_vs_dkl10](fig9_regret_vs_dkl10.png)" in report
+    assert "## Data notes" in report and "failed bandit runs" in report  # the failed mlp seed-9 run
 
     # Same seed, same numbers; the bootstrap seed is honoured.
     with pytest.warns(RuntimeWarning):

@@ -284,3 +284,16 @@ def test_ray_executor_produces_the_same_rows_as_local(tmp_path):
         ResultsStore(tmp_path / "ray").load_all(), ResultsStore(tmp_path / "local").load_all()
     )
     assert sorted(os.listdir(tmp_path / "ray")) == sorted(os.listdir(tmp_path / "local"))
+
+
+@pytest.mark.slow
+def test_ray_executor_starts_and_stops_its_own_local_instance(tmp_path, monkeypatch):
+    ray = pytest.importorskip("ray")
+    assert not ray.is_initialized()
+    # The instance run_sweep starts inherits this environment; its workers import
+    # this test module for compute_fn.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [os.path.dirname(__file__), os.environ.get("PYTHONPATH")])))
+    cells = _cells()[:4]
+    remote = run_sweep(cells, _compute, ResultsStore(tmp_path), executor="ray", progress=False)
+    assert not ray.is_initialized()
+    pd.testing.assert_frame_equal(remote, _expected(cells))

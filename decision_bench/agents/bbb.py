@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import optax
+from jax.flatten_util import ravel_pytree
 
 from decision_bench._validation import (
     check_choice,
@@ -129,11 +130,10 @@ def _sigma(rho: jax.Array) -> jax.Array:
 
 def sample_weights(params: BBBParams, key: jax.Array) -> tuple:
     """One reparameterised draw of all layers: mu + softplus(rho) * eps."""
-    leaves, treedef = jax.tree.flatten(params.mu)
-    keys = jax.random.split(key, len(leaves))
-    eps = jax.tree.unflatten(
-        treedef, [jax.random.normal(k, leaf.shape, leaf.dtype) for k, leaf in zip(keys, leaves)]
-    )
+    # One normal draw of the flat size, unravelled: a single random-bits call
+    # compiles much faster than one per leaf.
+    flat_mu, unravel = ravel_pytree(params.mu)
+    eps = unravel(jax.random.normal(key, flat_mu.shape, flat_mu.dtype))
     return jax.tree.map(lambda m, r, e: m + _sigma(r) * e, params.mu, params.rho, eps)
 
 

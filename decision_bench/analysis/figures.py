@@ -119,7 +119,7 @@ def plot_normalised_kl(testbed: pd.DataFrame, directory: Path, stem: str = "fig2
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xticks(x, agents, rotation=30, ha="right")
     ax.set_ylabel("d_KL / d_KL(mlp)")
-    ax.set_title("Marginal (tau=1) and joint (tau=10) predictions, normalised to mlp")
+    ax.set_title("Marginal (tau=1) and joint (tau=10) d_KL, mlp = 1", fontsize=10)
     ax.legend()
     return _save(fig, directory, stem)
 

@@ -35,6 +35,7 @@ __all__ = [
     "METRICS",
     "TESTBED_COLUMNS",
     "bandit_final_regret",
+    "drop_nonfinite_kl",
     "join_regret",
     "metric_rows",
     "read_table",
@@ -116,6 +117,24 @@ def _finite_kl(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
             stacklevel=3,
         )
     return rows.loc[~bad].assign(kl=kl[~bad])
+
+
+def drop_nonfinite_kl(testbed: pd.DataFrame) -> pd.DataFrame:
+    """The testbed rows with a finite kl; warns once, with counts per agent, if any are dropped.
+
+    Call it once before the join and the figures so the warning is not repeated.
+    """
+    _check_columns(testbed, ("agent", "kl"), "testbed table")
+    kl = pd.to_numeric(testbed["kl"], errors="coerce")
+    bad = ~np.isfinite(kl.to_numpy(dtype=float))
+    if bad.any():
+        counts = testbed.loc[bad, "agent"].astype(str).value_counts().sort_index().to_dict()
+        warnings.warn(
+            f"dropping {int(bad.sum())} testbed rows with non-finite kl (rows per agent: {counts})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return testbed.loc[~bad].assign(kl=kl[~bad])
 
 
 def testbed_metric_by_seed(testbed: pd.DataFrame, metric: str) -> pd.DataFrame:

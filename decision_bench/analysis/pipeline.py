@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,7 @@ from decision_bench.analysis.join import (
     BANDIT_COLUMNS,
     METRICS,
     TESTBED_COLUMNS,
+    drop_nonfinite_kl,
     join_regret,
     read_table,
 )
@@ -117,8 +119,9 @@ def render_report(
     figures: list[Path],
     num_resamples: int,
     seed: int,
+    notes: Sequence[str] = (),
 ) -> str:
-    """The markdown report: verdicts in numbers, per-agent averages, figures."""
+    """The markdown report: verdicts in numbers, per-agent averages, data notes, figures."""
     names = {
         "dkl_1": "Marginal prediction quality (d_KL^1, tau = 1)",
         "dkl_10": "Joint prediction quality (d_KL^10, tau = 10, iid inputs)",
@@ -168,6 +171,8 @@ def render_report(
     if not normalised.empty:
         pivot = normalised.pivot_table(index="agent", columns="metric", values="normalised").reset_index()
         lines += ["## d_KL normalised to mlp (Fig. 2)", "", _markdown_table(pivot), ""]
+    if notes:
+        lines += ["## Data notes", ""] + [f"- {note}" for note in dict.fromkeys(notes)] + [""]
     if figures:
         lines += ["## Figures", ""]
         lines += [f"![{p.stem}]({p.name})" for p in figures if p.suffix == ".png"]
@@ -194,13 +199,25 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"results directory not found: {directory}")
-    testbed = read_table(directory / "testbed.csv", TESTBED_COLUMNS)
-    bandit = read_table(directory / "bandit.csv", BANDIT_COLUMNS)
-    joined = join_regret(testbed, bandit)
-    table, results = correlation_table(joined, num_resamples, int(seed))
-    table.to_csv(directory / "correlations.csv", index=False)
-    joined.to_csv(directory / "joined.csv", index=False)
-    figures = all_figures(testbed, bandit, joined, results, directory)
+    # Data-quality warnings (dropped rows, unmatched agents, skipped figures) are
+    # recorded so the report lists them too, then re-issued to the caller.
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            testbed = drop_nonfinite_kl(read_table(directory / "testbed.csv", TESTBED_COLUMNS))
+            bandit = read_table(directory / "bandit.csv", BANDIT_COLUMNS)
+            joined = join_regret(testbed, bandit)
+            table, results = correlation_table(joined, num_resamples, int(seed))
+            table.to_csv(directory / "correlations.csv", index=False)
+            joined.to_csv(directory / "joined.csv", index=False)
+            figures = all_figures(testbed, bandit, joined, results, directory)
+    finally:
+        # Re-issued even when an error follows: the warnings often explain it.
+        for record in caught:
+            warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
+    notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
     report = directory / "report.md"
-    report.write_text(render_report(results, joined, testbed, figures, int(num_resamples), int(seed)))
+    text = render_report(results, joined, testbed, figures, int(num_resamples), int(seed), notes)
+    report.write_text(text, encoding="utf-8")
     return AnalysisResult(correlations=table, joined=joined, figures=tuple(figures), report=report)

@@ -62,43 +62,42 @@ def _mixture(logits: jax.Array, y: jax.Array) -> jax.Array:
     return jax.nn.logsumexp(joint, axis=0) - jnp.log(num_models)
 
 
-def _partition_one(
-    log_p: jax.Array, probits: jax.Array, planes: jax.Array, offsets: jax.Array
-) -> jax.Array:
-    """Alg. 4 for one tau-sample.
-
-    log_p: [M, tau] log-probability of the observed labels under each model;
-    probits: [M, tau * C] clipped probits; planes: [H, tau * C]; offsets: [H].
-    Returns [] log p_hat.
-    """
-    num_models = log_p.shape[0]
-    num_planes = planes.shape[0]
-    num_cells = 2**num_planes
-    bits = (probits @ planes.T + offsets > 0).astype(jnp.int32)  # [M, H]
-    cell = (bits * (2 ** jnp.arange(num_planes, dtype=jnp.int32))).sum(-1)  # [M]
-    counts = jax.ops.segment_sum(jnp.ones(num_models, jnp.float32), cell, num_cells)  # [K]
-    # The mean probability within a cell, in log space: shifting by the cell's
-    # own maximum keeps confident models (p ~ 1e-40) from underflowing to log 0.
-    cell_max = jax.ops.segment_max(log_p, cell, num_cells)  # [K, tau], -inf when empty
-    occupied = counts > 0
-    safe_max = jnp.where(occupied[:, None], cell_max, 0.0)
-    sums = jax.ops.segment_sum(jnp.exp(log_p - safe_max[cell]), cell, num_cells)  # [K, tau]
-    log_centre = safe_max + jnp.log(jnp.where(occupied[:, None], sums, 1.0))
-    log_centre = log_centre - jnp.log(jnp.maximum(counts, 1.0))[:, None]
-    per_cell = jnp.log(jnp.maximum(counts, 1.0) / num_models) + log_centre.sum(-1)  # [K]
-    return jax.nn.logsumexp(jnp.where(occupied, per_cell, -jnp.inf))
-
-
 def _partition(
     logits: jax.Array, y: jax.Array, planes: jax.Array, offsets: jax.Array, clip: float
 ) -> jax.Array:
-    """Alg. 4 on a chunk. logits: [M, B, tau, C], y: [B, tau], planes: [B, H, tau*C],
-    offsets: [B, H] -> [B]."""
+    """Alg. 4 on a chunk of B tau-samples, each with its own hyperplanes.
+
+    logits: [M, B, tau, C]; y: [B, tau]; planes: [B, H, tau * C]; offsets: [B, H].
+    Returns [B] log p_hat.
+    """
     num_models, batch, tau, num_classes = logits.shape
+    num_planes = planes.shape[1]
+    num_cells = 2**num_planes
     log_p = _per_model_log_lik(logits, y)  # [M, B, tau]
     probits = jnp.clip(ndtri(jax.nn.softmax(logits, axis=-1)), -clip, clip)
     probits = probits.reshape(num_models, batch, tau * num_classes)
-    return jax.vmap(_partition_one, in_axes=(1, 1, 0, 0))(log_p, probits, planes, offsets)
+    side = jnp.einsum("mbw,bhw->mbh", probits, planes) + offsets > 0  # [M, B, H]
+    cell = (side.astype(jnp.int32) * (2 ** jnp.arange(num_planes, dtype=jnp.int32))).sum(-1)
+    # One flat segment id per (sample, cell), so each reduction is one scatter.
+    segment = (cell + num_cells * jnp.arange(batch, dtype=jnp.int32)).reshape(-1)  # [M * B]
+    num_segments = batch * num_cells
+    flat_log_p = log_p.reshape(num_models * batch, tau)
+    counts = jax.ops.segment_sum(jnp.ones_like(segment, jnp.float32), segment, num_segments)
+    occupied = counts > 0  # [B * K]
+    # Mean probability within a cell, in log space: shifting by the cell's own
+    # maximum keeps confident models (p ~ 1e-40) from underflowing to log 0.
+    cell_max = jax.ops.segment_max(flat_log_p, segment, num_segments)  # [B * K, tau]
+    shift = jnp.where(occupied[:, None], cell_max, 0.0)
+    sums = jax.ops.segment_sum(jnp.exp(flat_log_p - shift[segment]), segment, num_segments)
+    log_sum = (shift + jnp.log(jnp.where(occupied[:, None], sums, 1.0))).sum(-1)  # [B * K]
+    log_count = jnp.log(jnp.maximum(counts, 1.0))
+    # log(count / M) + sum_t log(sum_t / count). The tau * log(count) term is
+    # written out rather than summed over a broadcast: XLA:CPU (jax 0.10.2)
+    # dropped "sum_t (a_t - log count)[:, None]"'s broadcast term for chunks of
+    # ~50 samples or more (caught by tests/test_evaluation_partition.py).
+    per_cell = log_count - jnp.log(num_models) + log_sum - tau * log_count
+    per_cell = jnp.where(occupied, per_cell, -jnp.inf).reshape(batch, num_cells)
+    return jax.nn.logsumexp(per_cell, axis=-1)
 
 
 def agent_log_likelihoods(

@@ -1,0 +1,744 @@
+"""Thompson sampling in the neural bandit (paper 000, Sec. 5 and App. E, Alg. 4).
+
+Two doors onto one set of pure functions:
+
+- ``run_bandit``: the whole experiment compiled. Time is a ``jax.lax.scan``,
+  seeds are a ``jax.vmap`` axis, and the scan runs in chunks (``chunk_size``
+  steps) so that a progress bar advances and the carry is saved after each
+  chunk; ``resume=True`` continues from the last saved chunk.
+- ``ThompsonPolicy``: the conventional path, driven by the user in a plain
+  Gymnasium loop (``a = policy.act(obs); obs2, r, ... = env.step(a);
+  policy.observe(obs, a, r)``). It calls the same ``BanditLoop.act`` and
+  ``BanditLoop.learn`` as the compiled step, one jitted call each.
+
+Every step: the policy scores the action set (``thompson``: one
+``sample_logits`` draw, argmax of P(y = 1) with random tie-breaking; ``greedy``:
+the agent's mean prediction; ``uniform``: a random action), the environment
+returns the reward, the transition (x of the chosen action, reward) enters a
+ring-buffer replay of ``replay_capacity``, then ``steps_per_obs`` optimiser steps
+run on batches of ``batch_size`` drawn uniformly with replacement from the
+filled part, with ``Batch.num_seen = t`` (observations so far, so the
+``sequential`` regulariser decays as 1/t) and ``Batch.index`` = buffer position.
+
+Two documented exceptions: under the ``uniform`` policy the agent is not
+trained (it cannot influence the actions or the regret); a ``ConjugateAgent``
+(exact Bayesian update, e.g. ``beta_bernoulli``) is fed online: one ``update``
+per step with a batch holding only the newest transition, so every
+observation counts exactly once (``update_mode="online"``; force either mode
+with ``update_mode``).
+
+Key derivation (why the two doors agree). For a seed s:
+
+    root = jax.random.key(s)
+    # environment: exactly the Gymnasium adapter's chain (envs/adapters.py), so
+    # gymnasium's env.reset(seed=s) produces the same environment and rewards
+    k_params, k_reset, k_env = jax.random.split(root, 3)
+    every step:  k_env, k_step = jax.random.split(k_env)
+    # agent: its own stream, purpose-tagged so it never meets the env chain
+    k_agent = fold_in(root, AGENT=1001)
+    agent.init key      = fold_in(k_agent, INIT=0)
+    step t (t = observations before the step, 0-based):
+        act key         = fold_in(fold_in(k_agent, ACT=1), t) -> split: (draw, tie-break)
+        learn key       = fold_in(fold_in(k_agent, LEARN=2), t)
+        SGD step j      = fold_in(learn key, j) -> split: (batch positions, agent update)
+
+Keys depend on (seed, t) only, never on the chunking or on the other seeds, so
+a resumed run, a run with a different chunk size, a single-seed run and the
+slow path all draw the same keys. (``split`` and ``fold_in`` coincide on small
+counters under JAX's partitionable threefry, hence the large tag 1001.)
+
+Numerical failure: a seed whose agent state becomes non-finite is frozen from
+that step on (its regret stops accumulating, its rows after that step are NaN)
+and the step is reported in the ``error`` column; other seeds continue.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from decision_bench._validation import check_choice, check_int, check_positive
+from decision_bench.agents.base import Agent, Batch, params_are_finite
+from decision_bench.agents.beta_bernoulli import ConjugateAgent
+from decision_bench.envs.bandits import BanditParams, BanditState, make_bandit
+from decision_bench.specs import ProblemSpec
+
+POLICIES = ("thompson", "greedy", "uniform")
+UPDATE_MODES = ("replay", "online")
+COLUMNS = (
+    "agent",
+    "policy",
+    "env",
+    "input_dim",
+    "num_actions",
+    "temperature",
+    "seed",
+    "step",
+    "cumulative_regret",
+    "final_regret",
+    "wall_seconds",
+    "error",
+)
+
+# Purpose tags of the key derivation above. Changing one changes every result.
+_TAG_AGENT = 1001
+_TAG_INIT = 0
+_TAG_ACT = 1
+_TAG_LEARN = 2
+
+_STATE_FILE = "bandit_state.npz"
+_CONFIG_FILE = "bandit_config.json"
+
+
+# ----------------------------------------------------------------------------
+# State
+
+
+class Replay(NamedTuple):
+    """Fixed-size ring buffer; position t % capacity holds observation t."""
+
+    x: jax.Array  # [capacity, input_dim] f32: features of the chosen actions
+    y: jax.Array  # [capacity] i32: rewards (the labels)
+
+
+class LearnerState(NamedTuple):
+    """Everything the policy owns for one seed."""
+
+    agent: Any  # the agent's state
+    replay: Replay
+    t: jax.Array  # [] i32: observations so far
+    key: jax.Array  # [2] u32: key data of k_agent (raw, so checkpoints are plain arrays)
+
+
+class StepOutput(NamedTuple):
+    """What the scan emits per step (stacked to [S, length] by ``run_chunk``)."""
+
+    cumulative_regret: jax.Array  # [] f32, after this step
+    action: jax.Array  # [] i32
+    reward: jax.Array  # [] f32
+
+
+class SeedCarry(NamedTuple):
+    """The scan carry of one seed (the vmapped carry has a leading [num_seeds] axis)."""
+
+    learner: LearnerState
+    env_state: BanditState
+    env_key: jax.Array  # [2] u32: key data of the environment chain k_env
+    cumulative_regret: jax.Array  # [] f32
+    alive: jax.Array  # [] bool: False once the agent state went non-finite
+    failed_at: jax.Array  # [] i32: the step whose update went non-finite, 0 if none
+
+
+def seed_keys(seed: Any) -> tuple[jax.Array, jax.Array]:
+    """(root, k_agent) for a seed (a Python or traced int); see the module docstring."""
+    root = jax.random.key(seed)
+    return root, jax.random.fold_in(root, _TAG_AGENT)
+
+
+# ----------------------------------------------------------------------------
+# The per-step functions shared by both paths
+
+
+@dataclasses.dataclass(frozen=True)
+class BanditLoop:
+    """Static description of one (agent, environment, policy) loop.
+
+    Hashable, so its methods can be jitted with it static. All methods are pure
+    functions of arrays; shapes are per seed.
+    """
+
+    agent: Agent
+    env: Any  # a functional bandit core from envs/bandits.py
+    policy: str = "thompson"
+    update_mode: str = "replay"
+    steps_per_obs: int = 1
+    batch_size: int = 128
+    replay_capacity: int = 10_000
+    greedy_samples: int = 32  # draws averaged by `greedy` when the agent has no member_logits
+
+    def init_learner(self, seed: jax.Array) -> LearnerState:
+        """A fresh learner for a seed ([] int): agent initialised, replay empty."""
+        _, k_agent = seed_keys(seed)
+        # spec None: an agent knows its spec from construction (the registry's
+        # agents check a given spec against it, so None always fits).
+        state = self.agent.init(jax.random.fold_in(k_agent, _TAG_INIT), None)
+        d = self.env.input_dim
+        replay = Replay(
+            x=jnp.zeros((self.replay_capacity, d), jnp.float32),
+            y=jnp.zeros((self.replay_capacity,), jnp.int32),
+        )
+        return LearnerState(
+            agent=state, replay=replay, t=jnp.zeros((), jnp.int32), key=jax.random.key_data(k_agent)
+        )
+
+    def init_env(self, seed: jax.Array) -> tuple[BanditParams, BanditState, jax.Array]:
+        """(env params, env state, k_env key data) for a seed: the adapter's reset chain."""
+        root, _ = seed_keys(seed)
+        k_params, k_reset, k_env = jax.random.split(root, 3)
+        params = self.env.sample_params(k_params)
+        _, env_state = self.env.reset(k_reset, params)
+        return params, env_state, jax.random.key_data(k_env)
+
+    def scores(self, agent_state: Any, key: jax.Array, actions: jax.Array) -> jax.Array:
+        """Policy scores of the action set: actions [A, d] -> [A] (higher is better)."""
+        if self.policy == "thompson":
+            logits = self.agent.sample_logits(agent_state, key, actions)  # [A, 2]
+            # log-odds of reward 1: monotone in P(y = 1) and, unlike the
+            # probability, it does not saturate to exact ties at 0 or 1.
+            return logits[:, 1] - logits[:, 0]
+        if self.agent.member_logits is not None:
+            members = self.agent.member_logits(agent_state, actions)  # [M, A, 2]
+            return jax.nn.softmax(members, axis=-1)[..., 1].mean(axis=0)
+        keys = jax.random.split(key, self.greedy_samples)
+        draws = jax.vmap(lambda k: self.agent.sample_logits(agent_state, k, actions))(keys)
+        return jax.nn.softmax(draws, axis=-1)[..., 1].mean(axis=0)
+
+    def act(self, learner: LearnerState, actions: jax.Array) -> jax.Array:
+        """The action (a [] i32) for the action set actions [A, d] at step learner.t."""
+        key = jax.random.fold_in(
+            jax.random.fold_in(jax.random.wrap_key_data(learner.key), _TAG_ACT), learner.t
+        )
+        k_draw, k_tie = jax.random.split(key)
+        num_actions = actions.shape[0]
+        if self.policy == "uniform":
+            return jax.random.randint(k_draw, (), 0, num_actions, jnp.int32)
+        score = self.scores(learner.agent, k_draw, actions)
+        best = score == jnp.max(score)
+        # NaN scores (a failed agent) leave no maximum: fall back to uniform.
+        best = jnp.where(jnp.any(best), best, True)
+        return jax.random.categorical(k_tie, jnp.where(best, 0.0, -jnp.inf)).astype(jnp.int32)
+
+    def learn(self, learner: LearnerState, x: jax.Array, y: jax.Array) -> tuple[LearnerState, jax.Array]:
+        """Stores (x [d], y [] i32) and trains; returns (learner, finite [] bool)."""
+        pos = learner.t % self.replay_capacity
+        replay = Replay(x=learner.replay.x.at[pos].set(x), y=learner.replay.y.at[pos].set(y))
+        t = learner.t + 1
+        num_seen = t.astype(jnp.float32)
+        k_learn = jax.random.fold_in(
+            jax.random.fold_in(jax.random.wrap_key_data(learner.key), _TAG_LEARN), learner.t
+        )
+        state = learner.agent
+        if self.policy == "uniform":
+            pass  # training cannot change a uniform policy's actions: skip it
+        elif self.update_mode == "online":
+            batch = Batch(x=x[None], y=y[None], num_seen=num_seen, index=pos[None])
+            state = self.agent.update(state, batch, jax.random.fold_in(k_learn, 0))
+        else:
+            filled = jnp.minimum(t, self.replay_capacity)
+
+            def sgd_step(state: Any, j: jax.Array) -> tuple[Any, None]:
+                k_index, k_update = jax.random.split(jax.random.fold_in(k_learn, j))
+                index = jax.random.randint(k_index, (self.batch_size,), 0, filled, jnp.int32)
+                batch = Batch(x=replay.x[index], y=replay.y[index], num_seen=num_seen, index=index)
+                return self.agent.update(state, batch, k_update), None
+
+            state, _ = jax.lax.scan(sgd_step, state, jnp.arange(self.steps_per_obs))
+        learner = LearnerState(agent=state, replay=replay, t=t, key=learner.key)
+        return learner, params_are_finite(state)
+
+    def step(self, carry: SeedCarry, params: BanditParams) -> tuple[SeedCarry, StepOutput]:
+        """One environment step of one seed."""
+        actions = carry.env_state.actions  # [A, d]
+        action = self.act(carry.learner, actions)
+        k_env, k_step = jax.random.split(jax.random.wrap_key_data(carry.env_key))
+        _, env_state, reward, info = self.env.step(k_step, carry.env_state, action, params)
+        learner, finite = self.learn(carry.learner, actions[action], reward.astype(jnp.int32))
+        ok = carry.alive & finite
+        # Freeze a failed seed at its last finite state; the action of this step
+        # was still taken with finite parameters, so its regret counts.
+        learner = jax.tree.map(lambda new, old: jnp.where(ok, new, old), learner, carry.learner)
+        cumulative = carry.cumulative_regret + jnp.where(carry.alive, info["regret"], 0.0)
+        failed_at = jnp.where(carry.alive & ~finite, carry.learner.t + 1, carry.failed_at)
+        carry = SeedCarry(
+            learner=learner,
+            env_state=env_state,
+            env_key=jax.random.key_data(k_env),
+            cumulative_regret=cumulative,
+            alive=ok,
+            failed_at=failed_at,
+        )
+        return carry, StepOutput(cumulative_regret=cumulative, action=action, reward=reward)
+
+    def init_carry(self, seed: jax.Array) -> tuple[SeedCarry, BanditParams]:
+        """(carry, env params) of a seed ([] int) before its first step."""
+        params, env_state, k_env = self.init_env(seed)
+        carry = SeedCarry(
+            learner=self.init_learner(seed),
+            env_state=env_state,
+            env_key=k_env,
+            cumulative_regret=jnp.zeros((), jnp.float32),
+            alive=jnp.ones((), bool),
+            failed_at=jnp.zeros((), jnp.int32),
+        )
+        return carry, params
+
+    def run_chunk(
+        self, carry: SeedCarry, params: BanditParams, length: int
+    ) -> tuple[SeedCarry, StepOutput]:
+        """``length`` steps of every seed (leading axes [S]); outputs are [S, length]."""
+
+        def one_seed(c: SeedCarry, p: BanditParams) -> tuple[SeedCarry, StepOutput]:
+            return jax.lax.scan(lambda c_, _: self.step(c_, p), c, None, length=length)
+
+        return jax.vmap(one_seed)(carry, params)
+
+
+# ----------------------------------------------------------------------------
+# Building the pieces from names, with validation
+
+
+def _resolve_env(env_id_or_config: Any, env_kwargs: dict | None) -> tuple[Any, str]:
+    """(functional core, env id) from an id (with or without ``decision_bench/``) or a core."""
+    if isinstance(env_id_or_config, str):
+        name = env_id_or_config.split("/", 1)[-1]
+        return make_bandit(name, **(env_kwargs or {})), name
+    if all(hasattr(env_id_or_config, a) for a in ("sample_params", "reset", "step", "num_actions")):
+        if env_kwargs:
+            raise ValueError("env_kwargs is only accepted with an environment id, not a core")
+        return env_id_or_config, type(env_id_or_config).__name__ + "-v0"
+    core = getattr(getattr(env_id_or_config, "unwrapped", None), "core", None)
+    if core is not None:  # a Gymnasium env from this package
+        return _resolve_env(core, env_kwargs)
+    raise ValueError(
+        "env_id_or_config must be an environment id such as 'NeuralBandit-v0', a functional "
+        f"bandit core or a decision_bench Gymnasium env, got {env_id_or_config!r}"
+    )
+
+
+def bandit_spec(env: Any, replay_capacity: int) -> ProblemSpec:
+    """What an agent may know about a bandit: its input_dim, 2 classes, its temperature.
+
+    num_train is the replay capacity: Batch.index is a buffer position below it
+    (agents that keep per-example weights, like bootstrapped ensembles, size
+    their table by it)."""
+    return ProblemSpec(
+        input_dim=env.input_dim,
+        num_classes=2,
+        temperature=float(env.temperature),
+        num_train=replay_capacity,
+    )
+
+
+def _resolve_agent(
+    agent: Any, spec: ProblemSpec, learning_rate: float, agent_kwargs: dict | None
+) -> Agent:
+    """A registered name (built in sequential mode) or an Agent record used as given."""
+    if isinstance(agent, Agent):
+        if agent_kwargs:
+            raise ValueError("agent_kwargs is only accepted with an agent name, not an Agent")
+        return agent
+    from decision_bench.agents import registry  # the registry imports every family
+
+    if not isinstance(agent, str) or agent not in registry.names():
+        raise ValueError(
+            f"agent must be an Agent or one of {list(registry.names())}, got {agent!r}"
+        )
+    overrides = {"regularization": "sequential"}
+    if "learning_rate" in registry.hyperparameters(agent):
+        overrides["learning_rate"] = learning_rate
+    overrides.update(agent_kwargs or {})
+    return registry.make(agent, spec, **overrides)
+
+
+def _check_seeds(seeds: Any) -> list[int]:
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+        return list(range(check_int("seeds", seeds, 1)))
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (list, tuple, range, np.ndarray)):
+        raise ValueError(f"seeds must be a count >= 1 or a list of integer seeds, got {seeds!r}")
+    values = [check_int("seeds", s, 0) for s in seeds]
+    if not values:
+        raise ValueError("seeds must be a count >= 1 or a non-empty list of seeds, got []")
+    if len(set(values)) != len(values):
+        raise ValueError(f"seeds must be distinct, got {list(seeds)!r}")
+    return values
+
+
+def make_loop(
+    agent: Any,
+    env_id_or_config: Any,
+    *,
+    policy: str = "thompson",
+    steps_per_obs: int = 1,
+    batch_size: int = 128,
+    replay_capacity: int = 10_000,
+    learning_rate: float = 1e-3,
+    env_kwargs: dict | None = None,
+    agent_kwargs: dict | None = None,
+    update_mode: str | None = None,
+    greedy_samples: int = 32,
+) -> tuple[BanditLoop, str]:
+    """Validates the arguments and builds (loop, env id). See ``run_bandit``."""
+    check_choice("policy", policy, POLICIES)
+    steps_per_obs = check_int("steps_per_obs", steps_per_obs, 1)
+    batch_size = check_int("batch_size", batch_size, 1)
+    replay_capacity = check_int("replay_capacity", replay_capacity, 1)
+    greedy_samples = check_int("greedy_samples", greedy_samples, 1)
+    learning_rate = check_positive("learning_rate", learning_rate)
+    env, env_id = _resolve_env(env_id_or_config, env_kwargs)
+    built = _resolve_agent(agent, bandit_spec(env, replay_capacity), learning_rate, agent_kwargs)
+    if update_mode is None:
+        update_mode = "online" if isinstance(built, ConjugateAgent) else "replay"
+    check_choice("update_mode", update_mode, UPDATE_MODES)
+    loop = BanditLoop(
+        agent=built,
+        env=env,
+        policy=policy,
+        update_mode=update_mode,
+        steps_per_obs=steps_per_obs,
+        batch_size=batch_size,
+        replay_capacity=replay_capacity,
+        greedy_samples=greedy_samples,
+    )
+    return loop, env_id
+
+
+# ----------------------------------------------------------------------------
+# Checkpoints: plain arrays, written atomically
+
+
+def _to_numpy(tree: Any) -> list[np.ndarray]:
+    leaves = jax.tree.leaves(tree)
+    return [
+        np.asarray(jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x)
+        for x in leaves
+    ]
+
+
+def _from_numpy(template: Any, arrays: list[np.ndarray]) -> Any:
+    """Arrays saved by _to_numpy, checked against the template's shapes and dtypes."""
+    leaves, treedef = jax.tree.flatten(template)
+    if len(leaves) != len(arrays):
+        raise ValueError(
+            f"checkpoint has {len(arrays)} arrays but this run's state has {len(leaves)}; "
+            "it was written by a different agent or version"
+        )
+    restored = []
+    for i, (leaf, array) in enumerate(zip(leaves, arrays)):
+        if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            value = jax.random.wrap_key_data(jnp.asarray(array), impl=jax.random.key_impl(leaf))
+        else:
+            value = jnp.asarray(array, leaf.dtype)
+        if value.shape != leaf.shape:
+            raise ValueError(
+                f"checkpoint array {i} has shape {value.shape}, this run expects {leaf.shape}"
+            )
+        restored.append(value)
+    return jax.tree.unflatten(treedef, restored)
+
+
+def _atomic_write(path: Path, write: Callable[[Any], None], mode: str) -> None:
+    """Writes through a temporary file in the same folder, then renames it over path."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    with os.fdopen(fd, mode) as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _save_checkpoint(
+    out_dir: Path, carry: SeedCarry, t: int, wall_seconds: float, logged: np.ndarray
+) -> None:
+    arrays = {f"leaf_{i:05d}": a for i, a in enumerate(_to_numpy(carry))}
+    arrays["t"] = np.asarray(t, np.int64)
+    arrays["wall_seconds"] = np.asarray(wall_seconds, np.float64)
+    arrays["logged"] = logged
+    _atomic_write(out_dir / _STATE_FILE, lambda f: np.savez(f, **arrays), "wb")
+
+
+def _load_checkpoint(out_dir: Path, template: SeedCarry) -> tuple[SeedCarry, int, float, np.ndarray]:
+    with np.load(out_dir / _STATE_FILE) as data:
+        names = sorted(k for k in data.files if k.startswith("leaf_"))
+        carry = _from_numpy(template, [data[k] for k in names])
+        return carry, int(data["t"]), float(data["wall_seconds"]), np.array(data["logged"])
+
+
+def _check_saved_config(out_dir: Path, config: dict) -> bool:
+    """True if a checkpoint of this config exists; raises if one of another config does."""
+    config_path = out_dir / _CONFIG_FILE
+    if not config_path.exists() or not (out_dir / _STATE_FILE).exists():
+        return False
+    saved = json.loads(config_path.read_text())
+    differ = sorted(k for k in set(saved) | set(config) if saved.get(k) != config.get(k))
+    if differ:
+        detail = "; ".join(f"{k}: saved {saved.get(k)!r}, now {config.get(k)!r}" for k in differ)
+        raise ValueError(f"resume=True, but {out_dir} holds a run with another config ({detail})")
+    return True
+
+
+# ----------------------------------------------------------------------------
+# The compiled experiment
+
+
+def _log_steps(num_steps: int, log_every: int) -> np.ndarray:
+    """Steps (1-based) with a row: every log_every-th step and the last one."""
+    steps = set(range(log_every, num_steps + 1, log_every)) | {num_steps}
+    return np.array(sorted(steps), np.int64)
+
+
+def run_bandit(
+    agent: Any,
+    env_id_or_config: Any,
+    num_steps: int,
+    seeds: int | Sequence[int],
+    policy: str = "thompson",
+    steps_per_obs: int = 1,
+    batch_size: int = 128,
+    replay_capacity: int = 10_000,
+    learning_rate: float = 1e-3,
+    log_every: int | None = None,
+    *,
+    chunk_size: int = 1000,
+    out_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    env_kwargs: dict | None = None,
+    agent_kwargs: dict | None = None,
+    update_mode: str | None = None,
+    greedy_samples: int = 32,
+    callback: Callable[[int], None] | None = None,
+) -> pd.DataFrame:
+    """Runs a bandit experiment for every seed at once; returns one row per (seed, log step).
+
+    agent: a registered name (built with ``regularization="sequential"`` and,
+      where its config has one, ``learning_rate``; ``agent_kwargs`` override
+      more hyperparameters) or an ``Agent`` record used as given.
+    env_id_or_config: ``"NeuralBandit-v0"``, ``"ContextualNeuralBandit-v0"``,
+      ``"BernoulliBandit-v0"`` (``decision_bench/`` prefix optional; keyword
+      arguments in ``env_kwargs``) or a functional bandit core.
+    num_steps: steps per seed. seeds: a count n (seeds 0..n-1) or a list of
+      seeds; each seed draws its own environment and agent initialisation.
+    policy: "thompson", "greedy" or "uniform". steps_per_obs, batch_size,
+      replay_capacity: see the module docstring. log_every: a row every
+      log_every steps and at the last step (default: num_steps // 100).
+    chunk_size: steps per compiled call; the carry is saved after each chunk to
+      ``out_dir`` (if given), and ``resume=True`` continues a saved run of the
+      same config (a different config is refused) and returns the same rows as
+      an uninterrupted run. callback(t) is called after each chunk.
+    update_mode: "replay" or "online"; None picks "online" for a
+      ``ConjugateAgent`` and "replay" otherwise.
+
+    Columns: agent, policy, env, input_dim, num_actions, temperature, seed, step,
+    cumulative_regret, final_regret, wall_seconds (the whole vmapped run,
+    compilation included, summed over resumed sessions; the same for every
+    seed), error ("" or why that seed stopped; its later regrets are NaN).
+    """
+    from tqdm.auto import tqdm
+
+    num_steps = check_int("num_steps", num_steps, 1)
+    seed_list = _check_seeds(seeds)
+    log_every = max(1, num_steps // 100) if log_every is None else check_int("log_every", log_every, 1)
+    chunk_size = check_int("chunk_size", chunk_size, 1)
+    if resume and out_dir is None:
+        raise ValueError("resume=True needs out_dir, where the run was saved")
+    loop, env_id = make_loop(
+        agent,
+        env_id_or_config,
+        policy=policy,
+        steps_per_obs=steps_per_obs,
+        batch_size=batch_size,
+        replay_capacity=replay_capacity,
+        learning_rate=learning_rate,
+        env_kwargs=env_kwargs,
+        agent_kwargs=agent_kwargs,
+        update_mode=update_mode,
+        greedy_samples=greedy_samples,
+    )
+    env = loop.env
+    log_steps = _log_steps(num_steps, log_every)
+    config = {
+        "agent": loop.agent.name,
+        "agent_kwargs": {k: repr(v) for k, v in sorted((agent_kwargs or {}).items())},
+        "env": env_id,
+        "env_config": repr(env),
+        "num_steps": num_steps,
+        "seeds": seed_list,
+        "policy": policy,
+        "update_mode": loop.update_mode,
+        "steps_per_obs": loop.steps_per_obs,
+        "batch_size": loop.batch_size,
+        "replay_capacity": loop.replay_capacity,
+        "learning_rate": float(learning_rate),
+        "log_every": log_every,
+        "jax_version": jax.__version__,
+    }
+
+    start = time.perf_counter()
+    seed_array = jnp.asarray(seed_list, jnp.int32)
+    carry, params = jax.jit(jax.vmap(loop.init_carry))(seed_array)
+    t, previous_wall, logged = 0, 0.0, np.zeros((len(seed_list), 0), np.float64)
+    out_path = None if out_dir is None else Path(out_dir)
+    if out_path is not None:
+        out_path.mkdir(parents=True, exist_ok=True)
+        if resume and _check_saved_config(out_path, config):
+            carry, t, previous_wall, logged = _load_checkpoint(out_path, carry)
+        else:
+            _atomic_write(
+                out_path / _CONFIG_FILE, lambda f: f.write(json.dumps(config, indent=1)), "w"
+            )
+    # One compiled program per chunk length (at most two: chunk_size and the rest).
+    run_chunk = jax.jit(loop.run_chunk, static_argnames="length", donate_argnums=0)
+    bar = tqdm(
+        total=num_steps,
+        initial=t,
+        desc=f"{loop.agent.name} on {env_id}",
+        unit="step",
+        disable=not progress,
+    )
+    with bar:
+        while t < num_steps:
+            length = min(chunk_size, num_steps - t)
+            carry, outputs = run_chunk(carry, params, length=length)
+            # [S, length]; one transfer per chunk (actions and rewards stay on device)
+            cumulative = np.asarray(outputs.cumulative_regret, np.float64)
+            here = log_steps[(log_steps > t) & (log_steps <= t + length)]
+            logged = np.concatenate([logged, cumulative[:, here - t - 1]], axis=1)
+            t += length
+            if out_path is not None:
+                wall = previous_wall + time.perf_counter() - start
+                _save_checkpoint(out_path, carry, t, wall, logged)
+            bar.update(length)
+            if callback is not None:
+                callback(t)
+    wall_seconds = previous_wall + time.perf_counter() - start
+    failed_at = np.asarray(carry.failed_at)
+    return _rows(loop, env_id, seed_list, log_steps, logged, failed_at, wall_seconds)
+
+
+def _rows(
+    loop: BanditLoop,
+    env_id: str,
+    seeds: list[int],
+    log_steps: np.ndarray,
+    logged: np.ndarray,
+    failed_at: np.ndarray,
+    wall_seconds: float,
+) -> pd.DataFrame:
+    """The tidy result: logged [S, len(log_steps)] cumulative regrets, failed_at [S]."""
+    num_seeds, num_logs = logged.shape
+    failed = failed_at > 0
+    # Rows at or after a failure step carry NaN: the seed stopped there.
+    cumulative = np.where(failed[:, None] & (log_steps[None, :] >= failed_at[:, None]), np.nan, logged)
+    final = np.where(failed, np.nan, logged[:, -1])
+    errors = [
+        f"agent parameters became non-finite at step {int(s)}; seed stopped" if s > 0 else ""
+        for s in failed_at
+    ]
+    env = loop.env
+    return pd.DataFrame(
+        {
+            "agent": loop.agent.name,
+            "policy": loop.policy,
+            "env": env_id,
+            "input_dim": int(env.input_dim),
+            "num_actions": int(env.num_actions),
+            "temperature": float(env.temperature),
+            "seed": np.repeat(np.asarray(seeds, np.int64), num_logs),
+            "step": np.tile(log_steps, num_seeds),
+            "cumulative_regret": cumulative.reshape(-1),
+            "final_regret": np.repeat(final, num_logs),
+            "wall_seconds": float(wall_seconds),
+            "error": np.repeat(np.asarray(errors, object), num_logs),
+        },
+        columns=list(COLUMNS),
+    )
+
+
+# ----------------------------------------------------------------------------
+# The conventional path
+
+
+class ThompsonPolicy:
+    """A bandit policy for a plain Gymnasium loop (one jitted call per act and per observe).
+
+        env = gymnasium.make("decision_bench/NeuralBandit-v0", input_dim=2, num_actions=40)
+        obs, _ = env.reset(seed=3)
+        policy = ThompsonPolicy("ensemble+", env, seed=3)
+        for _ in range(1000):
+            action = policy.act(obs)
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            policy.observe(obs, action, reward)
+            obs = next_obs
+
+    With the same seed given to ``env.reset`` and to the policy, it takes the same
+    actions as ``run_bandit`` for that seed (the key derivation in the module
+    docstring). Arguments as in ``run_bandit``; ``env`` may be a Gymnasium env of
+    this package, an env id (with ``env_kwargs``) or a functional core. If the
+    agent state becomes non-finite, the policy keeps its last finite state and
+    records the step in ``failed_at`` / ``error``, as the compiled path does.
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        env: Any,
+        seed: int,
+        *,
+        policy: str = "thompson",
+        steps_per_obs: int = 1,
+        batch_size: int = 128,
+        replay_capacity: int = 10_000,
+        learning_rate: float = 1e-3,
+        env_kwargs: dict | None = None,
+        agent_kwargs: dict | None = None,
+        update_mode: str | None = None,
+        greedy_samples: int = 32,
+    ):
+        self.seed = check_int("seed", seed, 0)
+        self.loop, self.env_id = make_loop(
+            agent,
+            env,
+            policy=policy,
+            steps_per_obs=steps_per_obs,
+            batch_size=batch_size,
+            replay_capacity=replay_capacity,
+            learning_rate=learning_rate,
+            env_kwargs=env_kwargs,
+            agent_kwargs=agent_kwargs,
+            update_mode=update_mode,
+            greedy_samples=greedy_samples,
+        )
+        self._act = jax.jit(self.loop.act)
+        self._learn = jax.jit(self.loop.learn)
+        self.learner = jax.jit(self.loop.init_learner)(jnp.asarray(self.seed, jnp.int32))
+        self.failed_at = 0
+
+    @property
+    def agent_state(self) -> Any:
+        return self.learner.agent
+
+    @property
+    def error(self) -> str:
+        if not self.failed_at:
+            return ""
+        return f"agent parameters became non-finite at step {self.failed_at}; seed stopped"
+
+    def act(self, obs: Any) -> int:
+        """The action for the observed action set obs [A, d]."""
+        return int(self._act(self.learner, jnp.asarray(obs, jnp.float32)))
+
+    def observe(self, obs: Any, action: int, reward: float) -> None:
+        """Records (obs[action], reward) and trains, as one step of the compiled loop."""
+        obs = jnp.asarray(obs, jnp.float32)
+        action = check_int("action", action, 0)
+        if action >= obs.shape[0]:
+            raise ValueError(f"action must be in [0, {obs.shape[0]}), got {action}")
+        if reward not in (0, 1):
+            raise ValueError(f"reward must be 0 or 1, got {reward!r}")
+        if self.failed_at:
+            return  # frozen, like a failed seed of the compiled path
+        learner, finite = self._learn(self.learner, obs[action], jnp.asarray(int(reward), jnp.int32))
+        if not bool(finite):
+            self.failed_at = int(self.learner.t) + 1
+            return
+        self.learner = learner

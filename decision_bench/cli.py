@@ -1,0 +1,53 @@
+"""The ``decision-bench`` command.
+
+Subcommands:
+  reproduce  testbed + bandit + analysis in one resumable run (presets demo | quick | paper)
+  testbed    offline d_KL of marginal and joint predictions for agents on a sweep
+  bandit     Thompson-sampling regret of agents on a neural or Bernoulli bandit
+  analyze    correlations of d_KL with regret, figures and a report from a run directory
+  demo       what ``make demo`` runs: ``reproduce --preset demo``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from decision_bench import __version__, bandit_command, reproduce
+    from decision_bench.analysis import command as analysis_command
+    from decision_bench.evaluation import command as testbed_command
+
+    parser = argparse.ArgumentParser(
+        prog="decision-bench",
+        description="Neural-bandit environments, epistemic agents and joint-prediction evaluation.",
+    )
+    parser.add_argument("--version", action="version", version=f"decision-bench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    reproduce.register(sub)
+    testbed_command.register(sub)
+    bandit_command.register(sub)
+    analysis_command.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: finished cells and chunks are saved; run the same command again to resume",
+            file=sys.stderr,
+        )
+        return 130
+    except ValueError as error:
+        # Bad input: a clear message without a traceback.
+        print(f"decision-bench: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Offline evaluation of joint predictions: d_KL^{tau,kappa}, accuracy, ECE, NLL, the testbed runner.
+
+Public API:
+
+- ``estimate_kl(sampler, problem, key, num_test, num_models, method) -> KLResult``
+- ``estimate_nll(sampler, x, y, key, num_models, method) -> NLLResult``
+- ``evaluate_classification(sampler, problem, key, ...) -> ClassificationResult``
+  and the array functions ``accuracy``, ``expected_calibration_error``
+- ``FittedAgent(agent, state)``: what the estimators take besides plain callables
+- ``run_testbed(agent_names, sweep, seeds, ...) -> pandas.DataFrame``
+- ``get_sweep(name)``, ``SWEEP_NAMES``: the named sweeps (paper2d, highdim, quick)
+"""
+
+from decision_bench.evaluation.kl import (
+    METHODS,
+    FittedAgent,
+    KLResult,
+    NLLResult,
+    NonFiniteEstimateError,
+    estimate_kl,
+    estimate_nll,
+)
+from decision_bench.evaluation.metrics import (
+    ClassificationResult,
+    accuracy,
+    evaluate_classification,
+    expected_calibration_error,
+)
+from decision_bench.evaluation.runner import run_testbed
+from decision_bench.evaluation.sweeps import SWEEP_NAMES, Sweep, TestbedSetting, get_sweep
+
+__all__ = [
+    "METHODS",
+    "SWEEP_NAMES",
+    "ClassificationResult",
+    "FittedAgent",
+    "KLResult",
+    "NLLResult",
+    "NonFiniteEstimateError",
+    "Sweep",
+    "TestbedSetting",
+    "accuracy",
+    "estimate_kl",
+    "estimate_nll",
+    "evaluate_classification",
+    "expected_calibration_error",
+    "get_sweep",
+    "run_testbed",
+]

@@ -1,0 +1,282 @@
+"""The testbed runner: fit every agent on every problem of a sweep and evaluate it.
+
+For each (agent, setting) all seeds run as ONE compiled, vmapped computation:
+environments are sampled with ``jax.vmap(sample_environment)``, agents fitted
+with ``jax.vmap(fit)`` and evaluated with a vmapped ``test_log_likelihoods`` on
+every test design (tau, kappa) of the sweep, plus accuracy and ECE. An agent is
+fitted once per (setting, seed) and that fit is scored on all designs (the
+agent cannot see tau). Compilation is done ahead of time (``lower().compile()``)
+so compile seconds are measured apart from run seconds.
+
+Keys. Seed s's environment is ``sample_environment(jax.random.key(s), ...)``,
+exactly the environment of ``make_testbed_problem(..., seed=s)``; the fit and
+evaluation keys are ``fold_in`` of that key with the purpose tags below.
+
+Rows: one per (agent, input_dim, num_train, temperature, tau, kappa, seed).
+Timing columns are amortised: a group's wall seconds divided by its rows, so
+that a column's sum is the total time spent.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import time
+from typing import Any, Iterable, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from decision_bench._validation import check_choice, check_int
+from decision_bench.agents import fit, make, names, params_are_finite
+from decision_bench.envs.testbed import sample_environment
+from decision_bench.evaluation.kl import (
+    METHODS,
+    FittedAgent,
+    _EvalConfig,
+    resolve_method,
+    summarize,
+    test_log_likelihoods,
+)
+from decision_bench.evaluation.likelihood import DEFAULT_MAX_ROWS
+from decision_bench.evaluation.metrics import NUM_BINS, NUM_SAMPLES, classification_metrics
+from decision_bench.evaluation.sweeps import Sweep, TestbedSetting, get_sweep
+from decision_bench.priors import make_prior
+from decision_bench.specs import ProblemSpec
+
+FIT_TAG = 1
+EVAL_TAG = 2
+
+COLUMNS = (
+    "agent",
+    "prior",
+    "input_dim",
+    "num_train",
+    "temperature",
+    "tau",
+    "kappa",
+    "seed",
+    "kl",
+    "kl_stderr",
+    "accuracy",
+    "ece",
+    "fraction_finite",
+    "params_finite",
+    "fit_seconds",
+    "eval_seconds",
+    "compile_seconds",
+    "method",
+    "num_models",
+    "num_test",
+)
+
+_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy", "pandas", "decision-bench")
+
+
+def environment_info() -> dict[str, str]:
+    """Package versions, Python, platform and JAX backend: recorded with every result."""
+    info = {name: importlib.metadata.version(name) for name in _PACKAGES}
+    info["python"] = platform.python_version()
+    info["platform"] = platform.platform()
+    info["backend"] = jax.default_backend()
+    info["devices"] = ", ".join(sorted({d.device_kind for d in jax.devices()}))
+    return info
+
+
+def _agent_list(agent_names: str | Sequence[str]) -> tuple[str, ...]:
+    items = agent_names.split(",") if isinstance(agent_names, str) else list(agent_names)
+    items = [name.strip() for name in items if name.strip()]
+    if not items:
+        raise ValueError(f"agent_names must name at least one agent, got {agent_names!r}")
+    for name in items:
+        check_choice("agent_names", name, names())
+    return tuple(dict.fromkeys(items))  # drop repeats, keep order
+
+
+def _seed_list(seeds: int | Iterable[int] | None, sweep: Sweep) -> tuple[int, ...]:
+    if seeds is None:
+        return tuple(range(sweep.num_seeds))
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+        return tuple(range(check_int("seeds", seeds, 1)))
+    values = tuple(check_int("seeds", s, 0) for s in seeds)
+    if not values or len(set(values)) != len(values):
+        raise ValueError(f"seeds must be a count >= 1 or distinct integers >= 0, got {seeds!r}")
+    return values
+
+
+def _timed_compile(fn, *args) -> tuple[Any, float]:
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    return compiled, time.perf_counter() - start
+
+
+def _timed_run(compiled, *args) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = jax.block_until_ready(compiled(*args))
+    return out, time.perf_counter() - start
+
+
+def _run_group(
+    agent_name: str,
+    setting: TestbedSetting,
+    sweep: Sweep,
+    seeds: tuple[int, ...],
+    num_test: int,
+    num_models: int,
+    method: str,
+    overrides: Mapping[str, Any],
+    max_rows: int,
+) -> list[dict[str, Any]]:
+    """Fits one agent on one setting for all seeds (vmapped) and evaluates every design."""
+    prior = make_prior(setting.prior, setting.input_dim, setting.temperature)
+    spec = ProblemSpec(
+        input_dim=prior.input_dim,
+        num_classes=prior.num_classes,
+        temperature=prior.temperature,
+        num_train=setting.num_train,
+    )
+    agent = make(agent_name, spec, **overrides)
+    resolved = resolve_method(FittedAgent(agent, None), method)
+    configs = tuple(
+        _EvalConfig(
+            tau=design.tau,
+            kappa=design.kappa,
+            num_test=num_test,
+            num_models=num_models,
+            method=resolved,
+            # The evaluation is vmapped over seeds: share the row budget.
+            max_rows=max(1, max_rows // len(seeds)),
+        )
+        for design in sweep.designs
+    )
+    env_keys = jnp.stack([jax.random.key(s) for s in seeds])
+    fit_keys = jax.vmap(lambda k: jax.random.fold_in(k, FIT_TAG))(env_keys)
+    eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_TAG))(env_keys)
+
+    def fit_one(env_key, fit_key):
+        env_params, data = sample_environment(env_key, prior, setting.num_train)
+        return env_params, fit(agent, fit_key, data, spec)
+
+    def eval_one(state, env_params, key):
+        per_design = tuple(
+            test_log_likelihoods(agent, state, prior, env_params, jax.random.fold_in(key, i), cfg)
+            for i, cfg in enumerate(configs)
+        )
+        acc, ece = classification_metrics(
+            agent, state, prior, env_params, key, num_test, resolved, NUM_SAMPLES, NUM_BINS
+        )
+        return per_design, acc, ece, params_are_finite(state)
+
+    fit_all = jax.vmap(fit_one)
+    eval_all = jax.vmap(eval_one)
+    fit_compiled, fit_compile_s = _timed_compile(fit_all, env_keys, fit_keys)
+    (env_params, states), fit_s = _timed_run(fit_compiled, env_keys, fit_keys)
+    eval_compiled, eval_compile_s = _timed_compile(eval_all, states, env_params, eval_keys)
+    (per_design, acc, ece, finite_params), eval_s = _timed_run(
+        eval_compiled, states, env_params, eval_keys
+    )
+    if resolved == "exact":
+        one_state = jax.tree.map(lambda leaf: leaf[0], states)
+        x_probe = jnp.zeros((1, spec.input_dim), jnp.float32)
+        models_used = int(jax.eval_shape(agent.member_logits, one_state, x_probe).shape[0])
+    else:
+        models_used = num_models
+    num_rows = len(seeds) * len(configs)
+    rows = []
+    for d, cfg in enumerate(configs):
+        env_ll, agent_ll = (np.asarray(a) for a in per_design[d])
+        for s, seed in enumerate(seeds):
+            kl, stderr, fraction = summarize(env_ll[s] - agent_ll[s], strict=False)
+            rows.append(
+                {
+                    "agent": agent_name,
+                    "prior": setting.prior,
+                    "input_dim": setting.input_dim,
+                    "num_train": setting.num_train,
+                    "temperature": setting.temperature,
+                    "tau": cfg.tau,
+                    "kappa": cfg.kappa,
+                    "seed": seed,
+                    "kl": kl,
+                    "kl_stderr": stderr,
+                    "accuracy": float(acc[s]),
+                    "ece": float(ece[s]),
+                    "fraction_finite": fraction,
+                    "params_finite": bool(finite_params[s]),
+                    "fit_seconds": fit_s / num_rows,
+                    "eval_seconds": eval_s / num_rows,
+                    "compile_seconds": (fit_compile_s + eval_compile_s) / num_rows,
+                    "method": resolved,
+                    "num_models": models_used,
+                    "num_test": num_test,
+                }
+            )
+    return rows
+
+
+def run_testbed(
+    agent_names: str | Sequence[str],
+    sweep: str | Sweep = "quick",
+    seeds: int | Iterable[int] | None = None,
+    *,
+    num_test: int = 1000,
+    num_models: int = 1000,
+    method: str = "auto",
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Fits and evaluates agents on a sweep; returns one row per problem and design.
+
+    agent_names: registry names, as a list or "mlp,ensemble+"; sweep: a name in
+    SWEEP_NAMES or a Sweep; seeds: None (the sweep's default count), a count n
+    (seeds 0..n-1) or distinct seeds; num_test, num_models, method: as in
+    ``estimate_kl``; overrides: {agent name: {hyperparameter: value}};
+    max_rows: the evaluation memory bound, shared by the vmapped seeds.
+
+    Columns: COLUMNS. ``kl`` is NaN (never a silent average) when fewer than
+    half the per-sample estimates were finite; ``fraction_finite`` says how many
+    were. ``df.attrs`` holds "versions" (environment_info()), "sweep", "seeds".
+    """
+    agents = _agent_list(agent_names)
+    sweep = get_sweep(sweep) if isinstance(sweep, str) else sweep
+    if not isinstance(sweep, Sweep):
+        raise ValueError(f"sweep must be a sweep name or a Sweep, got {type(sweep).__name__}")
+    seed_values = _seed_list(seeds, sweep)
+    num_test = check_int("num_test", num_test, 1)
+    num_models = check_int("num_models", num_models, 1)
+    max_rows = check_int("max_rows", max_rows, 1)
+    check_choice("method", method, METHODS)
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(agents))
+    if unknown:
+        raise ValueError(f"overrides name agents that are not run: {unknown}; agents are {list(agents)}")
+    groups = [(a, s) for a in agents for s in sweep.settings]
+    rows: list[dict[str, Any]] = []
+    bar = tqdm(groups, desc=f"testbed {sweep.name}", unit="setting", disable=not progress)
+    for agent_name, setting in bar:
+        bar.set_postfix_str(
+            f"{agent_name} d={setting.input_dim} T={setting.num_train} beta={setting.temperature}"
+        )
+        rows.extend(
+            _run_group(
+                agent_name,
+                setting,
+                sweep,
+                seed_values,
+                num_test,
+                num_models,
+                method,
+                overrides.get(agent_name, {}),
+                max_rows,
+            )
+        )
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    frame["kappa"] = frame["kappa"].astype("Int64")
+    frame.attrs["versions"] = environment_info()
+    frame.attrs["sweep"] = sweep.name
+    frame.attrs["seeds"] = list(seed_values)
+    return frame
