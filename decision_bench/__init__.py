@@ -5,6 +5,7 @@ Importing the package registers the Gymnasium ids ``decision_bench/NeuralBandit-
 """
 
 from decision_bench import priors
+from decision_bench.bandit import ThompsonPolicy, run_bandit
 from decision_bench.envs import make_testbed_problem
 from decision_bench.envs.registration import register_envs
 from decision_bench.specs import ProblemSpec
@@ -13,4 +14,12 @@ __version__ = "0.1.0"
 
 ENV_IDS = register_envs()
 
-__all__ = ["ENV_IDS", "ProblemSpec", "__version__", "make_testbed_problem", "priors"]
+__all__ = [
+    "ENV_IDS",
+    "ProblemSpec",
+    "ThompsonPolicy",
+    "__version__",
+    "make_testbed_problem",
+    "priors",
+    "run_bandit",
+]

@@ -55,6 +55,7 @@ and the step is reported in the ``error`` column; other seeds continue.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import tempfile
@@ -254,11 +255,14 @@ class BanditLoop:
         _, env_state, reward, info = self.env.step(k_step, carry.env_state, action, params)
         learner, finite = self.learn(carry.learner, actions[action], reward.astype(jnp.int32))
         ok = carry.alive & finite
-        # Freeze a failed seed at its last finite state; the action of this step
-        # was still taken with finite parameters, so its regret counts.
-        learner = jax.tree.map(lambda new, old: jnp.where(ok, new, old), learner, carry.learner)
+        # Freeze a failed seed's agent at its last finite state (the action of
+        # this step was still taken with finite parameters, so its regret counts).
+        # Only the agent state is selected: selecting the whole replay buffer too
+        # would copy it every step, and a stopped seed's buffer is never read.
+        frozen = jax.tree.map(lambda new, old: jnp.where(ok, new, old), learner.agent, carry.learner.agent)
+        learner = learner._replace(agent=frozen)
         cumulative = carry.cumulative_regret + jnp.where(carry.alive, info["regret"], 0.0)
-        failed_at = jnp.where(carry.alive & ~finite, carry.learner.t + 1, carry.failed_at)
+        failed_at = jnp.where(carry.alive & ~finite, learner.t, carry.failed_at)
         carry = SeedCarry(
             learner=learner,
             env_state=env_state,
@@ -291,6 +295,41 @@ class BanditLoop:
             return jax.lax.scan(lambda c_, _: self.step(c_, p), c, None, length=length)
 
         return jax.vmap(one_seed)(carry, params)
+
+
+# Compiled entry points, with the loop static: equal loops (same agent record,
+# environment and settings) share one compiled program across calls.
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _init_carries(loop: BanditLoop, seeds: jax.Array) -> tuple[SeedCarry, BanditParams]:
+    """seeds [S] i32 -> (carry, env params), each with a leading [S] axis."""
+    return jax.vmap(loop.init_carry)(seeds)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3), donate_argnums=1)
+def _run_chunk(
+    loop: BanditLoop, carry: SeedCarry, params: BanditParams, length: int
+) -> tuple[SeedCarry, StepOutput]:
+    # The carry is donated: its buffers (agent states, replay) are reused in place.
+    return loop.run_chunk(carry, params, length)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _init_learner(loop: BanditLoop, seed: jax.Array) -> LearnerState:
+    return loop.init_learner(seed)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _act(loop: BanditLoop, learner: LearnerState, actions: jax.Array) -> jax.Array:
+    return loop.act(learner, actions)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _learn(
+    loop: BanditLoop, learner: LearnerState, x: jax.Array, y: jax.Array
+) -> tuple[LearnerState, jax.Array]:
+    return loop.learn(learner, x, y)
 
 
 # ----------------------------------------------------------------------------
@@ -575,7 +614,7 @@ def run_bandit(
 
     start = time.perf_counter()
     seed_array = jnp.asarray(seed_list, jnp.int32)
-    carry, params = jax.jit(jax.vmap(loop.init_carry))(seed_array)
+    carry, params = _init_carries(loop, seed_array)
     t, previous_wall, logged = 0, 0.0, np.zeros((len(seed_list), 0), np.float64)
     out_path = None if out_dir is None else Path(out_dir)
     if out_path is not None:
@@ -583,11 +622,12 @@ def run_bandit(
         if resume and _check_saved_config(out_path, config):
             carry, t, previous_wall, logged = _load_checkpoint(out_path, carry)
         else:
+            # Starting afresh: drop any older state first, so that an interruption
+            # before the first save cannot pair it with this run's config.
+            (out_path / _STATE_FILE).unlink(missing_ok=True)
             _atomic_write(
                 out_path / _CONFIG_FILE, lambda f: f.write(json.dumps(config, indent=1)), "w"
             )
-    # One compiled program per chunk length (at most two: chunk_size and the rest).
-    run_chunk = jax.jit(loop.run_chunk, static_argnames="length", donate_argnums=0)
     bar = tqdm(
         total=num_steps,
         initial=t,
@@ -598,7 +638,8 @@ def run_bandit(
     with bar:
         while t < num_steps:
             length = min(chunk_size, num_steps - t)
-            carry, outputs = run_chunk(carry, params, length=length)
+            # One compiled program per chunk length (at most two: chunk_size and the rest).
+            carry, outputs = _run_chunk(loop, carry, params, length)
             # [S, length]; one transfer per chunk (actions and rewards stay on device)
             cumulative = np.asarray(outputs.cumulative_regret, np.float64)
             here = log_steps[(log_steps > t) & (log_steps <= t + length)]
@@ -708,9 +749,7 @@ class ThompsonPolicy:
             update_mode=update_mode,
             greedy_samples=greedy_samples,
         )
-        self._act = jax.jit(self.loop.act)
-        self._learn = jax.jit(self.loop.learn)
-        self.learner = jax.jit(self.loop.init_learner)(jnp.asarray(self.seed, jnp.int32))
+        self.learner = _init_learner(self.loop, jnp.asarray(self.seed, jnp.int32))
         self.failed_at = 0
 
     @property
@@ -725,7 +764,7 @@ class ThompsonPolicy:
 
     def act(self, obs: Any) -> int:
         """The action for the observed action set obs [A, d]."""
-        return int(self._act(self.learner, jnp.asarray(obs, jnp.float32)))
+        return int(_act(self.loop, self.learner, jnp.asarray(obs, jnp.float32)))
 
     def observe(self, obs: Any, action: int, reward: float) -> None:
         """Records (obs[action], reward) and trains, as one step of the compiled loop."""
@@ -735,10 +774,9 @@ class ThompsonPolicy:
             raise ValueError(f"action must be in [0, {obs.shape[0]}), got {action}")
         if reward not in (0, 1):
             raise ValueError(f"reward must be 0 or 1, got {reward!r}")
-        if self.failed_at:
-            return  # frozen, like a failed seed of the compiled path
-        learner, finite = self._learn(self.learner, obs[action], jnp.asarray(int(reward), jnp.int32))
-        if not bool(finite):
-            self.failed_at = int(self.learner.t) + 1
-            return
+        learner, finite = _learn(self.loop, self.learner, obs[action], jnp.asarray(int(reward), jnp.int32))
+        if self.failed_at or not bool(finite):
+            # As in the compiled path: the agent stays at its last finite state.
+            self.failed_at = self.failed_at or int(learner.t)
+            learner = learner._replace(agent=self.learner.agent)
         self.learner = learner

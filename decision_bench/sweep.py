@@ -257,6 +257,9 @@ def _column_to_json(series: pd.Series) -> tuple[str, list]:
     """(dtype name, list of Python values) for one DataFrame column."""
     dtype = str(series.dtype)
     values = series.tolist()  # numpy scalars -> Python scalars
+    # Missing values of pandas' nullable dtypes (Int64, string, ...) are pd.NA,
+    # which JSON cannot hold; None reads back as missing in the same dtype.
+    values = [None if v is pd.NA else v for v in values]
     if series.dtype == object:
         values = [None if (isinstance(v, float) and math.isnan(v)) else v for v in values]
         values = [v.item() if isinstance(v, np.generic) else v for v in values]

@@ -289,9 +289,10 @@ def _quadrature_moments(x, y, prior_var):
     half = 7.0 * math.sqrt(prior_var)
     grid = np.linspace(-half, half, int(2 * half / 0.01) + 1)
     dw, db = np.meshgrid(grid, grid, indexing="ij")
-    z = dw[..., None] * x[None, None, :] + db[..., None]
-    log_lik = np.where(y[None, None, :] == 1, -np.logaddexp(0, -z), -np.logaddexp(0, z)).sum(-1)
-    log_post = log_lik - (dw**2 + db**2) / (2 * prior_var)
+    log_post = -(dw**2 + db**2) / (2 * prior_var)
+    for xi, yi in zip(x, y):  # accumulate per example: no [grid, grid, n] array
+        z = dw * xi + db
+        log_post -= np.logaddexp(0.0, -z if yi == 1 else z)
     w = np.exp(log_post - log_post.max())
     w /= w.sum()
     mean = np.array([(w * dw).sum(), (w * db).sum()])

@@ -297,3 +297,15 @@ def test_ray_executor_starts_and_stops_its_own_local_instance(tmp_path, monkeypa
     remote = run_sweep(cells, _compute, ResultsStore(tmp_path), executor="ray", progress=False)
     assert not ray.is_initialized()
     pd.testing.assert_frame_equal(remote, _expected(cells))
+
+
+def test_store_round_trips_missing_values_of_nullable_columns(tmp_path):
+    # The testbed's kappa column is Int64 with <NA> for iid designs.
+    store = ResultsStore(tmp_path)
+    cell = Cell("testbed", "mlp", {}, {"num_train": 10}, (0,))
+    frame = pd.DataFrame({"kappa": pd.array([None, 2], dtype="Int64"), "kl": [0.5, 1.5]})
+    store.write(cell, frame)
+    back = store.read(cell)
+    assert str(back["kappa"].dtype) == "Int64"
+    assert back["kappa"].isna().tolist() == [True, False] and back["kappa"][1] == 2
+    assert back["kl"].tolist() == [0.5, 1.5]

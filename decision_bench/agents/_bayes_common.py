@@ -9,12 +9,12 @@ dynamics on them (sgmcmc).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 
-from decision_bench._validation import _is_integral
+from decision_bench._validation import _is_integral, check_int
 from decision_bench.priors import mlp_forward
 from decision_bench.specs import ProblemSpec
 
@@ -51,17 +51,26 @@ def check_sizes_or_empty(name: str, value: Any) -> tuple[int, ...]:
     return tuple(int(s) for s in sizes)
 
 
-def check_fraction(name: str, value: Any, *, closed_right: bool) -> float:
-    """A number in [0, 1] (closed_right) or [0, 1)."""
+def _check_fraction(name: str, value: Any, closed_right: bool) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
         number = float("nan")
     upper_ok = number <= 1.0 if closed_right else number < 1.0
-    if not (number >= 0.0 and upper_ok):
+    if isinstance(value, bool) or not (number >= 0.0 and upper_ok):
         interval = "[0, 1]" if closed_right else "[0, 1)"
         raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
     return number
+
+
+def unit_interval(name: str, value: Any) -> float:
+    """A number in [0, 1]."""
+    return _check_fraction(name, value, closed_right=True)
+
+
+def unit_interval_open(name: str, value: Any) -> float:
+    """A number in [0, 1)."""
+    return _check_fraction(name, value, closed_right=False)
 
 
 def relu_features(layers: tuple, x: jax.Array) -> jax.Array:
@@ -97,3 +106,16 @@ def check_same_spec(given: ProblemSpec | None, built: ProblemSpec) -> None:
     """init(key, spec) must get the spec the agent was built with (shapes are fixed)."""
     if given is not None and given != built:
         raise ValueError(f"init got spec {given!r}, but the agent was built for {built!r}")
+
+
+def validate_fields(config: Any, checks: dict[str, Callable[[str, Any], Any]]) -> None:
+    """Runs check(name, value) for each field of a frozen dataclass config and
+    stores the normalised value (called from __post_init__). Each check raises
+    ValueError naming the field, the value and the accepted range."""
+    for name, check in checks.items():
+        object.__setattr__(config, name, check(name, getattr(config, name)))
+
+
+def at_least(minimum: int) -> Callable[[str, Any], int]:
+    """An integer check with a lower bound, in the (name, value) form."""
+    return lambda name, value: check_int(name, value, minimum)

@@ -42,7 +42,6 @@ from jax.flatten_util import ravel_pytree
 
 from decision_bench._validation import (
     check_choice,
-    check_int,
     check_nonnegative,
     check_positive,
     check_sizes,
@@ -76,18 +75,19 @@ class BBBConfig:
     regularization: str = "testbed"  # "testbed" | "sequential"
 
     def __post_init__(self):
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_("hidden_sizes", check_sizes("hidden_sizes", self.hidden_sizes))
-        set_("learning_rate", check_positive("learning_rate", self.learning_rate))
-        set_("num_steps", check_int("num_steps", self.num_steps, 0))
-        set_("sigma_1", check_positive("sigma_1", self.sigma_1))
-        set_("sigma_2", check_positive("sigma_2", self.sigma_2))
-        set_(
-            "mixture_weight",
-            common.check_fraction("mixture_weight", self.mixture_weight, closed_right=True),
+        common.validate_fields(
+            self,
+            {
+                "hidden_sizes": check_sizes,
+                "learning_rate": check_positive,
+                "num_steps": common.at_least(0),
+                "sigma_1": check_positive,
+                "sigma_2": check_positive,
+                "mixture_weight": common.unit_interval,
+                "num_index_samples": common.at_least(1),
+                "kl_scale": check_nonnegative,
+            },
         )
-        set_("num_index_samples", check_int("num_index_samples", self.num_index_samples, 1))
-        set_("kl_scale", check_nonnegative("kl_scale", self.kl_scale))
         check_choice("kl_method", self.kl_method, KL_METHODS)
         check_choice("regularization", self.regularization, REGULARIZATION_MODES)
         if self.kl_method == "analytical" and self.mixture_weight not in (0.0, 1.0):
@@ -146,9 +146,8 @@ def analytical_kl(params: BBBParams, prior_std: float) -> jax.Array:
 
     def leaf_kl(mu, rho):
         var = jnp.square(_sigma(rho))
-        return jnp.sum(
-            jnp.log(prior_std) - 0.5 * jnp.log(var) + (var + jnp.square(mu)) / (2 * prior_std**2) - 0.5
-        )
+        log_ratio = jnp.log(prior_std) - 0.5 * jnp.log(var)
+        return jnp.sum(log_ratio + (var + jnp.square(mu)) / (2 * prior_std**2) - 0.5)
 
     return sum(jax.tree.leaves(jax.tree.map(leaf_kl, params.mu, params.rho)))
 

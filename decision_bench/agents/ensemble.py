@@ -218,5 +218,7 @@ def make_ensemble(spec: ProblemSpec, config: EnsembleConfig) -> Agent:
 def make_ensemble_plus(spec: ProblemSpec, config: EnsemblePlusConfig) -> Agent:
     """Ensemble with randomized prior functions and optional bootstrap weights."""
     if not isinstance(config, EnsemblePlusConfig):
-        raise ValueError(f"make_ensemble_plus needs an EnsemblePlusConfig, got {type(config).__name__}")
+        raise ValueError(
+            f"make_ensemble_plus needs an EnsemblePlusConfig, got {type(config).__name__}"
+        )
     return _build(spec, config, plus=True)

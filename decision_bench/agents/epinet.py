@@ -16,7 +16,7 @@ initialised with a first-layer bias N(0, 1/d) as in the generative model (so
 the prior does not vanish at x = 0). They are never trained or decayed.
 
 Loss per step: the mean cross-entropy averaged over ``num_index_samples`` draws
-of z, plus weight(num_seen) * |theta|^2 over the base and epinet parameters.
+of z (8, one per index dimension, as the reference averages), plus weight(num_seen) * |theta|^2 over the base and epinet parameters.
 
 L2 weight:
 - ``"testbed"``: l2 * (d / T)**l2_exponent, the reference epinet's own scaling
@@ -41,7 +41,6 @@ import optax
 
 from decision_bench._validation import (
     check_choice,
-    check_int,
     check_nonnegative,
     check_positive,
     check_sizes,
@@ -72,22 +71,23 @@ class EpinetConfig:
     regularization: str = "testbed"  # "testbed" | "sequential"
 
     def __post_init__(self):
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_("hidden_sizes", check_sizes("hidden_sizes", self.hidden_sizes))
-        set_("index_dim", check_int("index_dim", self.index_dim, 1))
-        set_("epinet_hidden_sizes", check_sizes("epinet_hidden_sizes", self.epinet_hidden_sizes))
-        set_("prior_hidden_sizes", check_sizes("prior_hidden_sizes", self.prior_hidden_sizes))
-        set_("prior_scale", check_nonnegative("prior_scale", self.prior_scale))
-        set_("l2", check_nonnegative("l2", self.l2))
-        set_("l2_exponent", check_nonnegative("l2_exponent", self.l2_exponent))
-        set_("num_index_samples", check_int("num_index_samples", self.num_index_samples, 1))
-        set_("learning_rate", check_positive("learning_rate", self.learning_rate))
-        set_("num_steps", check_int("num_steps", self.num_steps, 0))
-        set_(
-            "high_data_step_factor",
-            check_int("high_data_step_factor", self.high_data_step_factor, 1),
+        common.validate_fields(
+            self,
+            {
+                "hidden_sizes": check_sizes,
+                "index_dim": common.at_least(1),
+                "epinet_hidden_sizes": check_sizes,
+                "prior_hidden_sizes": check_sizes,
+                "prior_scale": check_nonnegative,
+                "l2": check_nonnegative,
+                "l2_exponent": check_nonnegative,
+                "num_index_samples": common.at_least(1),
+                "learning_rate": check_positive,
+                "num_steps": common.at_least(0),
+                "high_data_step_factor": common.at_least(1),
+                "high_data_ratio": check_positive,
+            },
         )
-        set_("high_data_ratio", check_positive("high_data_ratio", self.high_data_ratio))
         check_choice("regularization", self.regularization, REGULARIZATION_MODES)
 
 

@@ -34,7 +34,6 @@ from jax.flatten_util import ravel_pytree
 
 from decision_bench._validation import (
     check_choice,
-    check_int,
     check_nonnegative,
     check_positive,
     check_sizes,
@@ -62,19 +61,20 @@ class HypermodelConfig:
     regularization: str = "testbed"  # "testbed" | "sequential"
 
     def __post_init__(self):
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_("hidden_sizes", check_sizes("hidden_sizes", self.hidden_sizes))
-        set_("index_dim", check_int("index_dim", self.index_dim, 1))
-        set_("num_index_samples", check_int("num_index_samples", self.num_index_samples, 1))
-        set_("prior_hidden_sizes", check_sizes("prior_hidden_sizes", self.prior_hidden_sizes))
-        set_("prior_scale", check_nonnegative("prior_scale", self.prior_scale))
-        set_(
-            "prior_temperature_power",
-            check_nonnegative("prior_temperature_power", self.prior_temperature_power),
+        common.validate_fields(
+            self,
+            {
+                "hidden_sizes": check_sizes,
+                "index_dim": common.at_least(1),
+                "num_index_samples": common.at_least(1),
+                "prior_hidden_sizes": check_sizes,
+                "prior_scale": check_nonnegative,
+                "prior_temperature_power": check_nonnegative,
+                "l2": check_nonnegative,
+                "learning_rate": check_positive,
+                "num_steps": common.at_least(0),
+            },
         )
-        set_("l2", check_nonnegative("l2", self.l2))
-        set_("learning_rate", check_positive("learning_rate", self.learning_rate))
-        set_("num_steps", check_int("num_steps", self.num_steps, 0))
         check_choice("regularization", self.regularization, REGULARIZATION_MODES)
 
 

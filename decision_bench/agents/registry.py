@@ -22,6 +22,7 @@ from decision_bench.agents.baselines import (
     make_uniform,
 )
 from decision_bench.agents.bbb import BBBConfig, make_bbb
+from decision_bench.agents.beta_bernoulli import BetaBernoulliConfig, make_beta_bernoulli
 from decision_bench.agents.dropout import DropoutConfig, make_dropout
 from decision_bench.agents.ensemble import (
     EnsembleConfig,
@@ -49,6 +50,8 @@ _AGENTS = {
     "epinet": (EpinetConfig, make_epinet),
     "sgmcmc": (SGMCMCConfig, make_sgmcmc),
     "sgmcmc_quick": (SGMCMCQuickConfig, make_sgmcmc),
+    # exact conjugate posterior for one-hot (bag-of-coins) inputs only
+    "beta_bernoulli": (BetaBernoulliConfig, make_beta_bernoulli),
 }
 
 

@@ -41,7 +41,8 @@ up to one repetition), and with none filled the current parameters stand in.
 Registered presets: ``sgmcmc`` (paper: 500,000 steps, burn-in 100,000, keep
 every 1000 -> 400 models) and ``sgmcmc_quick`` (5,000 steps, burn-in 1,000,
 keep every 50 -> 80 models, learning rate 5e-4 from the paper's sweep to make
-up for 100x fewer steps), see ``SGMCMCQuickConfig``.
+up for 100x fewer steps), see ``SGMCMCQuickConfig``. Plain SGLD is either
+preset with ``momentum=0``.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from decision_bench._validation import check_choice, check_int, check_positive
+from decision_bench._validation import check_choice, check_positive
 from decision_bench.agents import _bayes_common as common
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
@@ -75,14 +76,18 @@ class SGMCMCConfig:
     regularization: str = "testbed"  # "testbed" | "sequential"
 
     def __post_init__(self):
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
-        set_("hidden_sizes", common.check_sizes_or_empty("hidden_sizes", self.hidden_sizes))
-        set_("learning_rate", check_positive("learning_rate", self.learning_rate))
-        set_("prior_variance", check_positive("prior_variance", self.prior_variance))
-        set_("momentum", common.check_fraction("momentum", self.momentum, closed_right=False))
-        set_("num_steps", check_int("num_steps", self.num_steps, 1))
-        set_("burn_in", check_int("burn_in", self.burn_in, 0))
-        set_("keep_every", check_int("keep_every", self.keep_every, 1))
+        common.validate_fields(
+            self,
+            {
+                "hidden_sizes": common.check_sizes_or_empty,
+                "learning_rate": check_positive,
+                "prior_variance": check_positive,
+                "momentum": common.unit_interval_open,
+                "num_steps": common.at_least(1),
+                "burn_in": common.at_least(0),
+                "keep_every": common.at_least(1),
+            },
+        )
         if not isinstance(self.per_example_lr, bool):
             raise ValueError(f"per_example_lr must be True or False, got {self.per_example_lr!r}")
         check_choice("regularization", self.regularization, REGULARIZATION_MODES)

@@ -184,7 +184,10 @@ def _num_members(agent: Agent, state: Any, input_dim: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class _EvalConfig:
+class EvalConfig:
+    """Static settings of one evaluation: the test design (tau, kappa), N, M, the
+    resolved method and the (model, input) row budget per batch."""
+
     tau: int
     kappa: int | None
     num_test: int
@@ -199,13 +202,13 @@ def _split_sampler(sampler: Sampler) -> tuple[Any, Any]:
     return sampler, None
 
 
-def test_log_likelihoods(
+def tau_sample_log_likelihoods(
     source: Any,
     state: Any,
     prior: Any,
     env_params: Any,
     key: jax.Array,
-    cfg: _EvalConfig,
+    cfg: EvalConfig,
 ) -> tuple[jax.Array, jax.Array]:
     """Environment and agent log-likelihoods of cfg.num_test fresh tau-samples.
 
@@ -228,8 +231,8 @@ def test_log_likelihoods(
     return tests.env_log_likelihood, agent_ll
 
 
-_test_log_likelihoods_jit = jax.jit(
-    lambda source, state, prior, env_params, key, cfg: test_log_likelihoods(
+_tau_sample_log_likelihoods_jit = jax.jit(
+    lambda source, state, prior, env_params, key, cfg: tau_sample_log_likelihoods(
         source.obj, state, prior, env_params, key, cfg
     ),
     static_argnums=(0, 2, 5),
@@ -293,7 +296,7 @@ def estimate_kl(
         raise ValueError(f"problem must be a TestbedProblem, got {type(problem).__name__}")
     resolved = resolve_method(sampler, method)
     source, state = _split_sampler(sampler)
-    cfg = _EvalConfig(
+    cfg = EvalConfig(
         tau=problem.spec.tau,
         kappa=problem.spec.kappa,
         num_test=num_test,
@@ -301,7 +304,7 @@ def estimate_kl(
         method=resolved,
         max_rows=max_rows,
     )
-    env_ll, agent_ll = _test_log_likelihoods_jit(
+    env_ll, agent_ll = _tau_sample_log_likelihoods_jit(
         _ByIdentity(source), state, problem.prior, problem.env_params, key, cfg
     )
     env_ll, agent_ll = np.asarray(env_ll), np.asarray(agent_ll)

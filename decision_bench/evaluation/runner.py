@@ -2,15 +2,17 @@
 
 For each (agent, setting) all seeds run as ONE compiled, vmapped computation:
 environments are sampled with ``jax.vmap(sample_environment)``, agents fitted
-with ``jax.vmap(fit)`` and evaluated with a vmapped ``test_log_likelihoods`` on
+with ``jax.vmap(fit)`` and evaluated with a vmapped ``tau_sample_log_likelihoods`` on
 every test design (tau, kappa) of the sweep, plus accuracy and ECE. An agent is
 fitted once per (setting, seed) and that fit is scored on all designs (the
 agent cannot see tau). Compilation is done ahead of time (``lower().compile()``)
 so compile seconds are measured apart from run seconds.
 
 Keys. Seed s's environment is ``sample_environment(jax.random.key(s), ...)``,
-exactly the environment of ``make_testbed_problem(..., seed=s)``; the fit and
-evaluation keys are ``fold_in`` of that key with the purpose tags below.
+exactly the environment of ``make_testbed_problem(..., seed=s)``; the fit key
+is ``fold_in(key(s), FIT_TAG)``; design i is scored by ``estimate_kl``'s core
+with ``fold_in(fold_in(fold_in(key(s), EVAL_TAG), DESIGN_TAG), i)``, so a row
+can be reproduced one problem at a time (tests/test_evaluation_runner.py).
 
 Rows: one per (agent, input_dim, num_train, temperature, tau, kappa, seed).
 Timing columns are amortised: a group's wall seconds divided by its rows, so
@@ -22,24 +24,25 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 import time
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+from jax.extend import core as jax_core
 from tqdm.auto import tqdm
 
 from decision_bench._validation import check_choice, check_int
-from decision_bench.agents import fit, make, names, params_are_finite
+from decision_bench.agents import Agent, fit, make, names, params_are_finite
 from decision_bench.envs.testbed import sample_environment
 from decision_bench.evaluation.kl import (
     METHODS,
     FittedAgent,
-    _EvalConfig,
+    EvalConfig,
     resolve_method,
     summarize,
-    test_log_likelihoods,
+    tau_sample_log_likelihoods,
 )
 from decision_bench.evaluation.likelihood import DEFAULT_MAX_ROWS
 from decision_bench.evaluation.metrics import NUM_BINS, NUM_SAMPLES, classification_metrics
@@ -49,6 +52,10 @@ from decision_bench.specs import ProblemSpec
 
 FIT_TAG = 1
 EVAL_TAG = 2
+# Under the evaluation key: test design i uses fold_in(fold_in(key, DESIGN_TAG), i),
+# accuracy and ECE use fold_in(key, CLASSIFICATION_KEY_TAG).
+DESIGN_TAG = 0
+CLASSIFICATION_KEY_TAG = 1
 
 COLUMNS = (
     "agent",
@@ -86,14 +93,30 @@ def environment_info() -> dict[str, str]:
     return info
 
 
-def _agent_list(agent_names: str | Sequence[str]) -> tuple[str, ...]:
-    items = agent_names.split(",") if isinstance(agent_names, str) else list(agent_names)
-    items = [name.strip() for name in items if name.strip()]
-    if not items:
+def _agent_factories(
+    agent_names: str | Sequence[str] | Mapping[str, Callable[..., Agent] | None],
+) -> dict[str, Callable[..., Agent] | None]:
+    """{name: factory or None (the registry)} from "a,b", [names] or {name: factory}."""
+    if isinstance(agent_names, Mapping):
+        items = dict(agent_names)
+        for name, factory in items.items():
+            if factory is None:
+                check_choice("agent_names", name, names())
+            elif not callable(factory):
+                raise ValueError(
+                    f"agent_names[{name!r}] must be None (registry) or a callable "
+                    f"make_agent(spec, **overrides) -> Agent, got {type(factory).__name__}"
+                )
+        if not items:
+            raise ValueError("agent_names must name at least one agent, got an empty mapping")
+        return items
+    listed = agent_names.split(",") if isinstance(agent_names, str) else list(agent_names)
+    listed = [name.strip() for name in listed if name.strip()]
+    if not listed:
         raise ValueError(f"agent_names must name at least one agent, got {agent_names!r}")
-    for name in items:
+    for name in listed:
         check_choice("agent_names", name, names())
-    return tuple(dict.fromkeys(items))  # drop repeats, keep order
+    return dict.fromkeys(listed)  # drop repeats, keep order
 
 
 def _seed_list(seeds: int | Iterable[int] | None, sweep: Sweep) -> tuple[int, ...]:
@@ -107,9 +130,53 @@ def _seed_list(seeds: int | Iterable[int] | None, sweep: Sweep) -> tuple[int, ..
     return values
 
 
-def _timed_compile(fn, *args) -> tuple[Any, float]:
+def _const_bytes(value: Any) -> tuple:
+    if jax.dtypes.issubdtype(getattr(value, "dtype", np.float32), jax.dtypes.prng_key):
+        value = jax.random.key_data(value)
+    array = np.asarray(value)
+    return array.shape, str(array.dtype), array.tobytes()
+
+
+def _all_consts(closed: jax_core.ClosedJaxpr) -> list[tuple]:
+    """Constants of a closed jaxpr and of every closed jaxpr nested in its equations
+    (a nested jit keeps its closed-over arrays out of the printed text)."""
+    found = [_const_bytes(c) for c in closed.consts]
+    stack = [closed.jaxpr]
+    while stack:
+        for eqn in stack.pop().eqns:
+            for param in eqn.params.values():
+                for sub in param if isinstance(param, (tuple, list)) else (param,):
+                    if isinstance(sub, jax_core.ClosedJaxpr):
+                        found.extend(_const_bytes(c) for c in sub.consts)
+                        stack.append(sub.jaxpr)
+                    elif isinstance(sub, jax_core.Jaxpr):
+                        stack.append(sub)
+    return found
+
+
+def _program_key(fn, *args) -> tuple:
+    """A key equal for two calls exactly when they would compile the same program:
+    the jaxpr text (literals included), the bytes of all closed-over constants
+    (nested ones too) and the argument shapes and dtypes."""
+    closed = jax.make_jaxpr(fn)(*args)
+    avals = tuple((a.shape, str(a.dtype)) for a in jax.tree.leaves(jax.eval_shape(lambda *a: a, *args)))
+    return str(closed.jaxpr), tuple(_all_consts(closed)), avals
+
+
+def _timed_compile(fn, *args, cache: dict | None = None) -> tuple[Any, float]:
+    """Ahead-of-time compile of jax.jit(fn) for args, and the seconds it took.
+
+    With ``cache`` (a dict owned by the caller), a program identical to one
+    compiled before (see _program_key) is reused: e.g. the same agent's
+    evaluation at another training set size, whose sampler does not depend on T.
+    """
     start = time.perf_counter()
+    key = _program_key(fn, *args) if cache is not None else None
+    if key is not None and key in cache:
+        return cache[key], time.perf_counter() - start
     compiled = jax.jit(fn).lower(*args).compile()
+    if key is not None:
+        cache[key] = compiled
     return compiled, time.perf_counter() - start
 
 
@@ -121,6 +188,7 @@ def _timed_run(compiled, *args) -> tuple[Any, float]:
 
 def _run_group(
     agent_name: str,
+    factory: Callable[..., Agent] | None,
     setting: TestbedSetting,
     sweep: Sweep,
     seeds: tuple[int, ...],
@@ -129,8 +197,12 @@ def _run_group(
     method: str,
     overrides: Mapping[str, Any],
     max_rows: int,
+    cache: dict,
 ) -> list[dict[str, Any]]:
-    """Fits one agent on one setting for all seeds (vmapped) and evaluates every design."""
+    """Fits one agent on one setting for all seeds (vmapped) and evaluates every design.
+
+    cache: compiled programs of this run, reused where a program repeats.
+    """
     prior = make_prior(setting.prior, setting.input_dim, setting.temperature)
     spec = ProblemSpec(
         input_dim=prior.input_dim,
@@ -138,10 +210,12 @@ def _run_group(
         temperature=prior.temperature,
         num_train=setting.num_train,
     )
-    agent = make(agent_name, spec, **overrides)
+    agent = make(agent_name, spec, **overrides) if factory is None else factory(spec, **overrides)
+    if not isinstance(agent, Agent):
+        raise ValueError(f"the factory of agent {agent_name!r} returned {type(agent).__name__}, not an Agent")
     resolved = resolve_method(FittedAgent(agent, None), method)
     configs = tuple(
-        _EvalConfig(
+        EvalConfig(
             tau=design.tau,
             kappa=design.kappa,
             num_test=num_test,
@@ -161,20 +235,26 @@ def _run_group(
         return env_params, fit(agent, fit_key, data, spec)
 
     def eval_one(state, env_params, key):
+        design_key = jax.random.fold_in(key, DESIGN_TAG)
         per_design = tuple(
-            test_log_likelihoods(agent, state, prior, env_params, jax.random.fold_in(key, i), cfg)
+            tau_sample_log_likelihoods(
+                agent, state, prior, env_params, jax.random.fold_in(design_key, i), cfg
+            )
             for i, cfg in enumerate(configs)
         )
         acc, ece = classification_metrics(
-            agent, state, prior, env_params, key, num_test, resolved, NUM_SAMPLES, NUM_BINS
+            agent, state, prior, env_params, jax.random.fold_in(key, CLASSIFICATION_KEY_TAG),
+            num_test, resolved, NUM_SAMPLES, NUM_BINS,
         )
         return per_design, acc, ece, params_are_finite(state)
 
     fit_all = jax.vmap(fit_one)
     eval_all = jax.vmap(eval_one)
-    fit_compiled, fit_compile_s = _timed_compile(fit_all, env_keys, fit_keys)
+    fit_compiled, fit_compile_s = _timed_compile(fit_all, env_keys, fit_keys, cache=cache)
     (env_params, states), fit_s = _timed_run(fit_compiled, env_keys, fit_keys)
-    eval_compiled, eval_compile_s = _timed_compile(eval_all, states, env_params, eval_keys)
+    eval_compiled, eval_compile_s = _timed_compile(
+        eval_all, states, env_params, eval_keys, cache=cache
+    )
     (per_design, acc, ece, finite_params), eval_s = _timed_run(
         eval_compiled, states, env_params, eval_keys
     )
@@ -218,7 +298,7 @@ def _run_group(
 
 
 def run_testbed(
-    agent_names: str | Sequence[str],
+    agent_names: str | Sequence[str] | Mapping[str, Callable[..., Agent] | None],
     sweep: str | Sweep = "quick",
     seeds: int | Iterable[int] | None = None,
     *,
@@ -231,7 +311,8 @@ def run_testbed(
 ) -> pd.DataFrame:
     """Fits and evaluates agents on a sweep; returns one row per problem and design.
 
-    agent_names: registry names, as a list or "mlp,ensemble+"; sweep: a name in
+    agent_names: registry names, as a list or "mlp,ensemble+", or a mapping
+    {name: None (registry) or make_agent(spec, **overrides) -> Agent}; sweep: a name in
     SWEEP_NAMES or a Sweep; seeds: None (the sweep's default count), a count n
     (seeds 0..n-1) or distinct seeds; num_test, num_models, method: as in
     ``estimate_kl``; overrides: {agent name: {hyperparameter: value}};
@@ -241,7 +322,7 @@ def run_testbed(
     half the per-sample estimates were finite; ``fraction_finite`` says how many
     were. ``df.attrs`` holds "versions" (environment_info()), "sweep", "seeds".
     """
-    agents = _agent_list(agent_names)
+    agents = _agent_factories(agent_names)
     sweep = get_sweep(sweep) if isinstance(sweep, str) else sweep
     if not isinstance(sweep, Sweep):
         raise ValueError(f"sweep must be a sweep name or a Sweep, got {type(sweep).__name__}")
@@ -256,6 +337,7 @@ def run_testbed(
         raise ValueError(f"overrides name agents that are not run: {unknown}; agents are {list(agents)}")
     groups = [(a, s) for a in agents for s in sweep.settings]
     rows: list[dict[str, Any]] = []
+    cache: dict = {}  # compiled programs, for this call only
     bar = tqdm(groups, desc=f"testbed {sweep.name}", unit="setting", disable=not progress)
     for agent_name, setting in bar:
         bar.set_postfix_str(
@@ -264,6 +346,7 @@ def run_testbed(
         rows.extend(
             _run_group(
                 agent_name,
+                agents[agent_name],
                 setting,
                 sweep,
                 seed_values,
@@ -272,6 +355,7 @@ def run_testbed(
                 method,
                 overrides.get(agent_name, {}),
                 max_rows,
+                cache,
             )
         )
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
