@@ -371,7 +371,15 @@ def bandit_spec(env: Any, replay_capacity: int) -> ProblemSpec:
 def _resolve_agent(
     agent: Any, spec: ProblemSpec, learning_rate: float, agent_kwargs: dict | None
 ) -> Agent:
-    """A registered name (built in sequential mode) or an Agent record used as given."""
+    """A registered name (built in sequential mode), an Agent record used as
+    given, or a user's ``make_agent(spec) -> Agent`` called with the bandit's spec."""
+    if not isinstance(agent, (Agent, str)) and callable(agent):
+        if agent_kwargs:
+            raise ValueError("agent_kwargs is only accepted with an agent name, not a make_agent function")
+        built = agent(spec)
+        if not isinstance(built, Agent):
+            raise ValueError(f"make_agent(spec) must return a decision_bench.agents.Agent, got {type(built).__name__}")
+        return built
     if isinstance(agent, Agent):
         if agent_kwargs:
             raise ValueError("agent_kwargs is only accepted with an agent name, not an Agent")

@@ -237,15 +237,12 @@ class CellRunner:
         return frame
 
     def _bandit(self, cell) -> pd.DataFrame:
-        from decision_bench.bandit import bandit_spec, run_bandit
-        from decision_bench.envs.bandits import make_bandit
+        from decision_bench.bandit import run_bandit
 
         problem = dict(cell.problem)
         env_id, num_steps = problem.pop("env"), problem.pop("num_steps")
         custom = self._custom(cell.agent)
-        agent: Any = cell.agent
-        if custom is not None:
-            agent = custom(bandit_spec(make_bandit(env_id, **problem), 10_000))
+        agent: Any = custom if custom is not None else cell.agent
         return run_bandit(
             agent,
             env_id,

@@ -13,6 +13,9 @@ from scipy import stats
 
 from decision_bench.analysis import (
     CORRELATION_COLUMNS,
+    LEVELS,
+    CorrelationResult,
+    agent_level_points,
     analyze,
     bandit_final_regret,
     bootstrap_correlations,
@@ -20,9 +23,11 @@ from decision_bench.analysis import (
     join_regret,
     pearson,
     pearson_log,
+    relative_points,
     spearman,
 )
 from decision_bench.analysis.command import register
+from decision_bench.analysis.pipeline import NEGATIVE, POSITIVE, INSIGNIFICANT, render_report, verdict
 
 # ----------------------------------------------------------------------------- correlations
 
@@ -200,7 +205,12 @@ def test_analyze_writes_the_expected_correlations_figures_and_report(tmp_path):
         result = analyze(tmp_path, num_resamples=200, seed=0)
     table = pd.read_csv(tmp_path / "correlations.csv")
     assert tuple(table.columns) == CORRELATION_COLUMNS
-    rows = table.set_index("metric")
+    assert CORRELATION_COLUMNS[:8] == ("metric", "pearson_log", "pearson_ci_low", "pearson_ci_high",
+                                       "spearman", "spearman_ci_low", "spearman_ci_high", "n")  # fmt: skip
+    assert list(table["level"]) == [level for level in LEVELS for _ in range(3)]
+    assert set(table.loc[table["level"] == "agent", "n"]) == {len(AGENTS)}
+    assert set(table.loc[table["level"] == "agent_seed_relative", "n"]) == {len(truth)}
+    rows = table[table["level"] == "agent_seed"].set_index("metric")
     assert list(rows.index) == ["dkl_1", "dkl_10", "dkl_10_kappa2"]
     assert set(rows["n"]) == {len(truth)}
     # Joint metrics: regret is a monotone power of d_KL^10, so both coefficients
@@ -218,7 +228,8 @@ def test_analyze_writes_the_expected_correlations_figures_and_report(tmp_path):
     pd.testing.assert_frame_equal(result.correlations, table, check_dtype=False)
 
     stems = ["fig2_normalised_kl", "fig5_prior_functions", "fig7_regret_curves",
-             "fig8_regret_vs_dkl1", "fig9_regret_vs_dkl10", "fig9b_regret_vs_dkl10_kappa2"]  # fmt: skip
+             "fig8_regret_vs_dkl1", "fig9_regret_vs_dkl10", "fig9b_regret_vs_dkl10_kappa2",
+             "fig10_agent_regret_vs_kl"]  # fmt: skip
     for stem in stems:
         for fmt in ("png", "pdf"):
             path = tmp_path / f"{stem}.{fmt}"
@@ -226,12 +237,15 @@ def test_analyze_writes_the_expected_correlations_figures_and_report(tmp_path):
     assert (tmp_path / "fig2_normalised_kl.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "fig2_normalised_kl.pdf").read_bytes()[:5] == b"%PDF-"
     report = (tmp_path / "report.md").read_text()
-    assert "Joint prediction quality (d_KL^10, tau = 10, iid inputs)** is significantly positively correlated" in report
-    assert "Marginal prediction quality (d_KL^1, tau = 1)** is not significantly correlated" in report
-    assert "joint prediction quality does correlate significantly" in report
-    assert "marginal prediction quality does not" in report
+    assert "**Joint prediction quality (d_KL^10, tau = 10, iid inputs)**: significantly positive: " in report
+    assert "**Marginal prediction quality (d_KL^1, tau = 1)**: not significant: " in report
+    assert "- (agent, seed) points (n = 20 points): marginal d_KL^1 not significant" in report
+    assert "joint d_KL^10 significantly positive" in report
     assert "Pearson (log) 1.000 [1.000, 1.000]" in report
     assert "![fig9_regret_vs_dkl10](fig9_regret_vs_dkl10.png)" in report
+    assert "![fig10_agent_regret_vs_kl](fig10_agent_regret_vs_kl.png)" in report
+    agents = pd.read_csv(tmp_path / "joined_agents.csv")
+    assert len(agents) == 3 * len(AGENTS) and set(agents["num_bandit_seeds"]) == {len(SEEDS)}
     assert "## Data notes" in report and "failed bandit runs" in report  # the failed mlp seed-9 run
 
     # Same seed, same numbers; the bootstrap seed is honoured.
@@ -241,6 +255,161 @@ def test_analyze_writes_the_expected_correlations_figures_and_report(tmp_path):
     with pytest.warns(RuntimeWarning):
         other = analyze(tmp_path, num_resamples=200, seed=1).correlations
     assert other.loc[0, "spearman_ci_low"] != result.correlations.loc[0, "spearman_ci_low"]
+
+
+# ----------------------------------------------------------------------------- levels
+
+SEED_AGENTS = ("a", "b", "c", "d", "e")
+AGENT_KL = np.array([0.5, 0.6, 0.8, 1.0, 1.3])  # each agent's joint d_KL^10 before seed effects
+TESTBED_SEED_EFFECT = np.array([4.0, 0.25, 2.0, 0.5])  # testbed seed s multiplies every agent's d_KL
+BANDIT_SEED_EFFECT = TESTBED_SEED_EFFECT**-3.0  # bandit seed s multiplies every agent's regret
+
+
+def _seed_effects(directory):
+    """Tables where regret = 100 * k_a^2 * e_s and d_KL^10 = k_a * t_s for agent a, seed s.
+
+    The shared seed effects (t_s, e_s) are anti-aligned and much larger than the
+    agent spread, so the (agent, seed) correlation is strongly negative, while
+    the agent means (k_a mean(t), 100 k_a^2 mean(e)) and the relative values
+    (k_a / mean(k), k_a^2 / mean(k^2)) are exact power laws of each other:
+    Pearson (log) and Spearman exactly 1. d_KL^1 = m_a * t_s with m_a ordered so
+    the agents' Spearman correlation with regret is exactly 0.
+    """
+    marginal = 0.1 * (1 + 0.1 * _zero_spearman_permutation(len(SEED_AGENTS)))
+    testbed, bandit = [], []
+    for (i, agent), (s, seed) in itertools.product(enumerate(SEED_AGENTS), enumerate(range(len(TESTBED_SEED_EFFECT)))):
+        for num_train, factor in ((10, 1.5), (100, 0.5)):  # two problems averaging to the point's value
+            common = dict(agent=agent, input_dim=2, num_train=num_train, temperature=0.1, seed=seed)
+            testbed.append({**common, "tau": 1, "kappa": np.nan, "kl": marginal[i] * TESTBED_SEED_EFFECT[s] * factor})
+            testbed.append({**common, "tau": 10, "kappa": np.nan, "kl": AGENT_KL[i] * TESTBED_SEED_EFFECT[s] * factor})
+        regret = 100 * AGENT_KL[i] ** 2 * BANDIT_SEED_EFFECT[s]
+        bandit.append(dict(agent=agent, env="nb", input_dim=2, num_actions=4, temperature=0.1, seed=seed,
+                           step=10, cumulative_regret=regret, final_regret=regret, error=""))  # fmt: skip
+    pd.DataFrame(testbed).to_csv(directory / "testbed.csv", index=False)
+    pd.DataFrame(bandit).to_csv(directory / "bandit.csv", index=False)
+    return marginal
+
+
+@pytest.mark.filterwarnings("ignore:figure fig5_prior_functions skipped:RuntimeWarning")
+def test_agent_and_relative_levels_remove_shared_seed_effects(tmp_path):
+    marginal = _seed_effects(tmp_path)
+    with pytest.warns(RuntimeWarning, match="figure fig2_normalised_kl skipped"):  # no mlp in these tables
+        result = analyze(tmp_path, num_resamples=200, seed=0)
+    table = result.correlations.set_index(["level", "metric"])
+    assert list(table.index) == [(level, m) for level in LEVELS for m in ("dkl_1", "dkl_10")]
+
+    # The level inputs, exactly.
+    agents = result.agents[result.agents["metric"] == "dkl_10"].set_index("agent").loc[list(SEED_AGENTS)]
+    np.testing.assert_allclose(agents["kl"], AGENT_KL * TESTBED_SEED_EFFECT.mean(), rtol=1e-12)
+    np.testing.assert_allclose(agents["regret"], 100 * AGENT_KL**2 * BANDIT_SEED_EFFECT.mean(), rtol=1e-12)
+    joint = result.joined[result.joined["metric"] == "dkl_10"].set_index(["agent", "seed"])
+    for i, agent in enumerate(SEED_AGENTS):
+        np.testing.assert_allclose(joint.loc[agent, "kl_relative"], AGENT_KL[i] / AGENT_KL.mean(), rtol=1e-12)
+        np.testing.assert_allclose(
+            joint.loc[agent, "regret_relative"], AGENT_KL[i] ** 2 / np.mean(AGENT_KL**2), rtol=1e-12
+        )
+
+    # agent_seed: the seed effects win, and the number is the plain Pearson of those points.
+    points = [(AGENT_KL[i] * t, 100 * AGENT_KL[i] ** 2 * e)
+              for i in range(len(SEED_AGENTS)) for t, e in zip(TESTBED_SEED_EFFECT, BANDIT_SEED_EFFECT)]  # fmt: skip
+    x, y = np.array(points).T
+    raw = table.loc[("agent_seed", "dkl_10")]
+    assert raw["pearson_log"] == pytest.approx(stats.pearsonr(np.log(x), np.log(y)).statistic, abs=1e-12)
+    assert raw["spearman"] == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+    assert raw["pearson_ci_high"] < 0  # significantly negative
+    # agent and relative levels: exact power laws, every resample gives 1.
+    columns = ("pearson_log", "pearson_ci_low", "pearson_ci_high", "spearman", "spearman_ci_low", "spearman_ci_high")
+    for level in ("agent", "agent_seed_relative"):
+        row = table.loc[(level, "dkl_10")]
+        for col in columns:
+            assert row[col] == pytest.approx(1.0, abs=1e-9), (level, col)
+    assert table.loc[("agent", "dkl_10"), "n"] == len(SEED_AGENTS)
+    assert table.loc[("agent_seed_relative", "dkl_10"), "n"] == len(SEED_AGENTS) * len(TESTBED_SEED_EFFECT)
+    # The marginal: Spearman exactly 0 at the agent level and (ties by agent) the relative level.
+    assert table.loc[("agent", "dkl_1"), "spearman"] == pytest.approx(0.0, abs=1e-12)
+    assert table.loc[("agent_seed_relative", "dkl_1"), "spearman"] == pytest.approx(0.0, abs=1e-12)
+    expected = stats.pearsonr(np.log(marginal), np.log(AGENT_KL**2)).statistic
+    assert table.loc[("agent", "dkl_1"), "pearson_log"] == pytest.approx(expected, abs=1e-12)
+
+    report = result.report.read_text()
+    levels = report.split("## Level ")[1:]
+    assert [block.split("`")[1] for block in levels] == list(LEVELS)
+    joint_bullet = "**Joint prediction quality (d_KL^10, tau = 10, iid inputs)**: "
+    assert joint_bullet + NEGATIVE + ": Pearson (log)" in levels[0]
+    assert joint_bullet + POSITIVE + ": Pearson (log) 1.000 [1.000, 1.000]" in levels[1]
+    assert joint_bullet + POSITIVE + ": Pearson (log) 1.000 [1.000, 1.000]" in levels[2]
+    short = report.split("## In short")[1].split("\n## ")[0]
+    lines = [line for line in short.splitlines() if line.startswith("- ")]
+    assert len(lines) == 3
+    assert lines[0].startswith("- (agent, seed) points (n = 20 points):")
+    assert f"joint d_KL^10 {NEGATIVE} (Pearson log" in lines[0]
+    assert "does not reproduce paper 000" in lines[0]
+    assert lines[1].startswith("- agent points (n = 5 agents):") and f"joint d_KL^10 {POSITIVE}" in lines[1]
+    assert f"joint d_KL^10 {POSITIVE}" in lines[2]
+    assert "Which level answers the papers' question" in report
+    assert (tmp_path / "fig10_agent_regret_vs_kl.png").stat().st_size > 1000
+
+
+def _result(low: float, high: float, value: float = 0.5) -> CorrelationResult:
+    return CorrelationResult(value, low, high, value, low, high, 10)
+
+
+@pytest.mark.parametrize(
+    "low, high, expected",
+    [(0.1, 0.9, POSITIVE), (-0.9, -0.1, NEGATIVE), (-0.2, 0.6, INSIGNIFICANT), (0.0, 0.6, INSIGNIFICANT)],
+)
+def test_verdict_follows_the_pearson_interval(low, high, expected):
+    assert verdict(_result(low, high)) == expected
+
+
+@pytest.mark.parametrize(
+    "joint, marginal, joint_word, marginal_word, agreement",
+    [
+        ((0.2, 0.8), (-0.3, 0.4), POSITIVE, INSIGNIFICANT, "This agrees with paper 000"),
+        ((-0.8, -0.2), (-0.3, 0.4), NEGATIVE, INSIGNIFICANT, "This does not reproduce paper 000"),
+        ((-0.1, 0.5), (-0.7, -0.1), INSIGNIFICANT, NEGATIVE, "This does not reproduce paper 000"),
+        ((0.2, 0.8), (0.1, 0.4), POSITIVE, POSITIVE, "both significantly positive"),
+    ],
+)
+def test_report_wording_is_the_same_in_bullets_and_summary(joint, marginal, joint_word, marginal_word, agreement):
+    results = {"dkl_1": _result(*marginal), "dkl_10": _result(*joint)}
+    joined = pd.DataFrame({"metric": "dkl_10", "agent": ["a", "b", "c"], "seed": 0, "kl": [1.0, 2.0, 3.0],
+                           "regret": [1.0, 2.0, 3.0], "seed_matched": True})  # fmt: skip
+    empty_testbed = pd.DataFrame(columns=["agent", "tau", "kappa", "kl", "temperature", "num_train", "input_dim"])
+    for level in ("agent_seed", "agent"):
+        report = render_report({level: results}, joined, empty_testbed, [], 100, 0)
+        bullets = report.split("## In short")[0]
+        summary = report.split("## In short")[1]
+        assert f"**Joint prediction quality (d_KL^10, tau = 10, iid inputs)**: {joint_word}: " in bullets
+        assert f"**Marginal prediction quality (d_KL^1, tau = 1)**: {marginal_word}: " in bullets
+        assert f"joint d_KL^10 {joint_word} (Pearson log" in summary
+        assert f"marginal d_KL^1 {marginal_word} (Pearson log" in summary
+        assert agreement in summary
+        # The old wording that contradicted itself is gone.
+        assert "does not correlate" not in report and "negatively correlated" not in report
+        for other in {POSITIVE, NEGATIVE, INSIGNIFICANT} - {joint_word}:
+            assert f"joint d_KL^10 {other} " not in summary
+    # A bare {metric: result} mapping is the agent_seed level.
+    assert "## Level `agent_seed`" in render_report(results, joined, empty_testbed, [], 100, 0)
+
+
+def test_relative_level_needs_every_agent_on_a_seed_and_agent_level_warns_on_unequal_seeds():
+    joined = pd.DataFrame({"metric": "dkl_10", "agent": ["a", "b", "a", "b", "a"], "seed": [0, 0, 1, 1, 2],
+                           "kl": [1.0, 3.0, 2.0, 2.0, 5.0], "regret": [10.0, 30.0, 1.0, 3.0, 7.0],
+                           "seed_matched": True})  # fmt: skip
+    with pytest.warns(RuntimeWarning, match=r"leaves out seeds \[2\]"):
+        relative = relative_points(joined)
+    assert relative["kl_relative"].tolist()[:4] == [0.5, 1.5, 1.0, 1.0]
+    assert relative["regret_relative"].tolist()[:4] == [0.5, 1.5, 0.5, 1.5]
+    assert np.isnan(relative["kl_relative"].iloc[4]) and np.isnan(relative["regret_relative"].iloc[4])
+    testbed = pd.DataFrame({"agent": ["a", "a", "b"], "input_dim": 2, "num_train": 10, "temperature": 0.1,
+                            "tau": 10, "kappa": np.nan, "seed": [0, 5, 0], "kl": [1.0, 4.0, 3.0]})  # fmt: skip
+    with pytest.warns(RuntimeWarning, match="different bandit seeds"):
+        agents = agent_level_points(testbed, joined)
+    assert agents[["agent", "kl", "regret", "num_bandit_seeds"]].values.tolist() == [
+        ["a", 2.5, 6.0, 3],  # testbed mean over all its seeds; regret mean over its bandit seeds
+        ["b", 3.0, 16.5, 2],
+    ]
 
 
 def test_analyze_names_missing_files_and_columns(tmp_path):

@@ -20,6 +20,7 @@ from decision_bench.analysis.correlation import CorrelationResult
 from decision_bench.analysis.join import METRIC_LABELS, _finite_kl, metric_rows
 
 __all__ = [
+    "plot_agent_regret_vs_kl",
     "plot_normalised_kl",
     "plot_prior_functions",
     "plot_regret_curves",
@@ -239,18 +240,67 @@ def plot_regret_curves(bandit: pd.DataFrame, directory: Path, stem: str = "fig7_
     return _save(fig, directory, stem)
 
 
+def plot_agent_regret_vs_kl(
+    agents: pd.DataFrame,
+    results: Mapping[str, CorrelationResult],
+    directory: Path,
+    stem: str = "fig10_agent_regret_vs_kl",
+) -> list[Path]:
+    """Agent level: mean final regret against mean testbed d_KL, one labelled point per agent.
+
+    One panel per metric in `results` (d_KL^10 first, then d_KL^1, then the dyadic
+    metric), log-log axes, with the least-squares line of log regret on log d_KL
+    and the agent-level coefficients in the title.
+    """
+    order = [m for m in ("dkl_10", "dkl_1", "dkl_10_kappa2") if m in results]
+    if not order or agents.empty:
+        return _skip(stem, "no agent-level correlations")
+    fig, axes = _new_figure(4.2 * len(order), 3.8, ncols=len(order))
+    for ax, metric in zip(axes, order):
+        rows = agents[(agents["metric"] == metric) & (agents["kl"] > 0) & (agents["regret"] > 0)]
+        for agent in _agent_order(rows["agent"]):
+            sub = rows[rows["agent"] == agent]
+            ax.scatter(sub["kl"], sub["regret"], s=24)
+            for kl, regret in zip(sub["kl"], sub["regret"]):
+                ax.annotate(agent, (kl, regret), xytext=(3, 3), textcoords="offset points", fontsize=7)
+        lx, ly = np.log(rows["kl"].to_numpy(float)), np.log(rows["regret"].to_numpy(float))
+        if len(lx) >= 2 and np.ptp(lx) > 0:
+            slope, intercept = np.polyfit(lx, ly, 1)
+            grid = np.linspace(lx.min(), lx.max(), 50)
+            ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color="black", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"agent mean testbed {METRIC_LABELS[metric]}")
+        ax.set_ylabel("agent mean bandit regret")
+        r = results[metric]
+        ax.set_title(
+            f"Pearson (log) {r.pearson_log:.2f} [{r.pearson_ci_low:.2f}, {r.pearson_ci_high:.2f}]\n"
+            f"Spearman {r.spearman:.2f} [{r.spearman_ci_low:.2f}, {r.spearman_ci_high:.2f}], n={r.n} agents",
+            fontsize=8,
+        )
+    return _save(fig, directory, stem)
+
+
 def all_figures(
     testbed: pd.DataFrame,
     bandit: pd.DataFrame,
     joined: pd.DataFrame,
     results: Mapping[str, CorrelationResult],
     directory: Path,
+    agents: pd.DataFrame | None = None,
+    agent_results: Mapping[str, CorrelationResult] | None = None,
 ) -> list[Path]:
-    """Every figure the tables allow; returns the written paths."""
+    """Every figure the tables allow; returns the written paths.
+
+    `results` are the agent_seed correlations (Figs. 8, 9); `agents` and
+    `agent_results` the agent level (fig10), drawn when both are given.
+    """
     stems = {"dkl_1": "fig8_regret_vs_dkl1", "dkl_10": "fig9_regret_vs_dkl10", "dkl_10_kappa2": "fig9b_regret_vs_dkl10_kappa2"}
     paths = plot_normalised_kl(testbed, directory)
     paths += plot_prior_functions(testbed, directory)
     paths += plot_regret_curves(bandit, directory)
     for metric, result in results.items():
         paths += plot_regret_vs_kl(joined, metric, result, directory, stems[metric])
+    if agents is not None and agent_results:
+        paths += plot_agent_regret_vs_kl(agents, agent_results, directory)
     return paths

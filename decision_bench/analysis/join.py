@@ -19,6 +19,18 @@ correspond to different random seeds for the testbed and sequential problems"):
 
 The result has one row per (metric, agent, seed): columns metric, agent, seed,
 kl, regret, seed_matched.
+
+Two further views of the same data (see decision_bench.analysis.pipeline for why):
+
+- `agent_level_points`: one point per (metric, agent): kl = the agent's testbed
+  mean over all its seeds and problems, regret = the agent's mean final regret
+  over its bandit seeds.
+- `relative_points`: the (agent, seed) points with the environment effect of
+  each seed divided out. Testbed seed s is one set of testbed problems and bandit
+  seed s one bandit environment, each shared by every agent; so kl is divided by
+  the mean kl of all agents on that testbed seed and regret by the mean regret of
+  all agents on that bandit seed. Only seeds on which every agent has a point
+  are kept (otherwise the per-seed means are over different agents).
 """
 
 from __future__ import annotations
@@ -34,11 +46,13 @@ __all__ = [
     "BANDIT_COLUMNS",
     "METRICS",
     "TESTBED_COLUMNS",
+    "agent_level_points",
     "bandit_final_regret",
     "drop_nonfinite_kl",
     "join_regret",
     "metric_rows",
     "read_table",
+    "relative_points",
     "testbed_metric_by_seed",
 ]
 
@@ -241,3 +255,78 @@ def join_regret(testbed: pd.DataFrame, bandit: pd.DataFrame, metrics: Sequence[s
     if not pieces:
         return pd.DataFrame(columns=["metric", "agent", "seed", "kl", "regret", "seed_matched"])
     return pd.concat(pieces, ignore_index=True).sort_values(["metric", "agent", "seed"], ignore_index=True)
+
+
+def agent_level_points(testbed: pd.DataFrame, joined: pd.DataFrame) -> pd.DataFrame:
+    """One point per (metric, agent) with the agents of `joined` (from join_regret).
+
+    kl is the mean of the agent's testbed rows for the metric over all seeds and
+    problems; regret is the mean over the agent's bandit seeds of the (agent, seed)
+    regret in `joined`. Pass the testbed after drop_nonfinite_kl. Warns if agents
+    have different sets of bandit seeds, since each bandit seed is an environment
+    shared by all agents and means over different seeds are not comparable.
+
+    Returns columns metric, agent, kl, regret, num_testbed_rows, num_bandit_seeds.
+    """
+    _check_columns(testbed, TESTBED_COLUMNS, "testbed table")
+    columns = ["metric", "agent", "kl", "regret", "num_testbed_rows", "num_bandit_seeds"]
+    pieces = []
+    for metric in METRICS:
+        points = joined[joined["metric"] == metric]
+        if points.empty:
+            continue
+        rows = metric_rows(testbed, metric)
+        rows = rows.assign(agent=rows["agent"].astype(str), kl=pd.to_numeric(rows["kl"], errors="coerce"))
+        rows = rows[np.isfinite(rows["kl"].to_numpy(float))]
+        kl = rows.groupby("agent")["kl"].agg(kl="mean", num_testbed_rows="size")
+        seed_sets = points.groupby("agent")["seed"].agg(lambda s: frozenset(s.tolist()))
+        if seed_sets.nunique() > 1:
+            warnings.warn(
+                f"{metric}: agents have different bandit seeds ({ {a: sorted(v) for a, v in seed_sets.items()} }); "
+                "agent-level mean regrets mix different environments",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        regret = points.groupby("agent")["regret"].agg(regret="mean", num_bandit_seeds="size")
+        merged = kl.join(regret, how="inner").reset_index()
+        pieces.append(merged.assign(metric=metric)[columns])
+    if not pieces:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(pieces, ignore_index=True).sort_values(["metric", "agent"], ignore_index=True)
+
+
+def relative_points(joined: pd.DataFrame) -> pd.DataFrame:
+    """The (agent, seed) points of `joined` with per-seed environment effects divided out.
+
+    Per metric and seed: kl_relative = kl / (mean kl of all agents on that seed) and
+    regret_relative = regret / (mean regret of all agents on that seed). Seeds on
+    which some agent of the metric has no point are dropped with a warning (their
+    means would be over a different set of agents). A seed whose mean is 0 gives
+    NaN. Returns `joined` with columns kl_relative and regret_relative added (NaN
+    for dropped seeds), in the same row order.
+    """
+    out = joined.assign(kl_relative=np.nan, regret_relative=np.nan)
+    for metric in out["metric"].unique():
+        mask = (out["metric"] == metric).to_numpy()
+        points = out[mask]
+        num_agents = points["agent"].nunique()
+        agents_per_seed = points.groupby("seed")["agent"].transform("nunique")
+        complete = (agents_per_seed == num_agents).to_numpy()
+        if not complete.all():
+            dropped = sorted(points.loc[~complete, "seed"].unique().tolist())
+            warnings.warn(
+                f"{metric}: relative level leaves out seeds {dropped}, on which not all {num_agents} agents "
+                "have a point",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        kept = points[complete]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kl_mean = kept.groupby("seed")["kl"].transform("mean")
+            regret_mean = kept.groupby("seed")["regret"].transform("mean")
+            kl_rel = (kept["kl"] / kl_mean.where(kl_mean > 0)).to_numpy(float)
+            regret_rel = (kept["regret"] / regret_mean.where(regret_mean > 0)).to_numpy(float)
+        index = np.flatnonzero(mask)[complete]
+        out.iloc[index, out.columns.get_loc("kl_relative")] = kl_rel
+        out.iloc[index, out.columns.get_loc("regret_relative")] = regret_rel
+    return out

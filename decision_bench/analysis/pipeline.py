@@ -5,10 +5,29 @@ Inputs (see decision_bench.analysis.join for the columns read):
   DIR/bandit.csv    one row per (bandit run, log point)
 Outputs:
   DIR/correlations.csv  metric, pearson_log, pearson_ci_low, pearson_ci_high,
-                        spearman, spearman_ci_low, spearman_ci_high, n
-  DIR/joined.csv        the (metric, agent, seed) points that were correlated
-  DIR/fig*.png|pdf      Figs. 2, 5, 7, 8, 9 of paper 000
+                        spearman, spearman_ci_low, spearman_ci_high, n, level;
+                        one row per (level, metric)
+  DIR/joined.csv        the (metric, agent, seed) points that were correlated,
+                        with their relative values (kl_relative, regret_relative)
+  DIR/joined_agents.csv the (metric, agent) points of the agent level
+  DIR/fig*.png|pdf      Figs. 2, 5, 7, 8, 9 of paper 000, and fig10 (agent level)
   DIR/report.md         the conclusions in numbers
+
+Levels (the `level` column of correlations.csv):
+  agent_seed           points = (agent, seed): testbed d_KL of seed s averaged over
+                       problems, bandit final regret of seed s (paper 000 Sec. 5.2).
+                       These rows keep their earlier meaning and numbers.
+  agent                points = agents: the agent's testbed mean d_KL over all seeds
+                       and problems, and its mean final regret over bandit seeds; the
+                       bootstrap resamples agents. Few points: n is the number of agents.
+  agent_seed_relative  points = (agent, seed) with shared per-seed environment effects
+                       divided out: d_KL / (mean d_KL of all agents on testbed seed s),
+                       regret / (mean regret of all agents on bandit seed s).
+Why: testbed seed s and bandit seed s are unrelated environments, each shared by
+every agent. The paper averages each seed's point over many testbed and bandit
+problems, so these shared effects average out; at small scale they dominate the
+agent_seed points and can make its correlation say more about which seeds were
+hard than about agents. The agent and relative levels remove them.
 """
 
 from __future__ import annotations
@@ -27,17 +46,45 @@ from decision_bench.analysis.join import (
     BANDIT_COLUMNS,
     METRICS,
     TESTBED_COLUMNS,
+    agent_level_points,
     drop_nonfinite_kl,
     join_regret,
     read_table,
+    relative_points,
 )
 
-__all__ = ["AnalysisResult", "CORRELATION_COLUMNS", "analyze", "correlation_table", "render_report"]
+__all__ = [
+    "AnalysisResult",
+    "CORRELATION_COLUMNS",
+    "LEVELS",
+    "analyze",
+    "correlation_levels",
+    "correlation_table",
+    "render_report",
+    "verdict",
+]
 
+# The first eight are the columns every consumer relies on; `level` says which
+# points a row correlates (see LEVELS).
 CORRELATION_COLUMNS = (
     "metric", "pearson_log", "pearson_ci_low", "pearson_ci_high",
-    "spearman", "spearman_ci_low", "spearman_ci_high", "n",
+    "spearman", "spearman_ci_low", "spearman_ci_high", "n", "level",
 )  # fmt: skip
+LEVELS = ("agent_seed", "agent", "agent_seed_relative")
+LEVEL_DESCRIPTIONS = {
+    "agent_seed": "points are (agent, seed) pairs: testbed d_KL of seed s averaged over problems, bandit final "
+    "regret of seed s (paper 000 Sec. 5.2)",
+    "agent": "points are agents: testbed d_KL averaged over all seeds and problems, final regret averaged over "
+    "bandit seeds; the bootstrap resamples agents",
+    "agent_seed_relative": "points are (agent, seed) pairs with shared seed effects divided out: d_KL / mean d_KL "
+    "of all agents on that testbed seed, regret / mean regret of all agents on that bandit seed",
+}
+# The three verdicts (paper 000's hypothesis is a positive correlation: higher
+# d_KL, higher regret), decided by the 90% bootstrap interval of Pearson (log).
+POSITIVE = "significantly positive"
+NEGATIVE = "significantly negative (opposite to the papers)"
+INSIGNIFICANT = "not significant"
+UNDECIDED = "undecided (the bootstrap interval is undefined)"
 # Metrics the analysis cannot do without; dkl_10_kappa2 is optional (only the
 # high-dimensional sweep measures it).
 REQUIRED_METRICS = ("dkl_1", "dkl_10")
@@ -45,10 +92,71 @@ REQUIRED_METRICS = ("dkl_1", "dkl_10")
 
 @dataclasses.dataclass(frozen=True)
 class AnalysisResult:
-    correlations: pd.DataFrame  # CORRELATION_COLUMNS, one row per metric
-    joined: pd.DataFrame  # metric, agent, seed, kl, regret, seed_matched
+    correlations: pd.DataFrame  # CORRELATION_COLUMNS, one row per (level, metric)
+    joined: pd.DataFrame  # metric, agent, seed, kl, regret, seed_matched, kl_relative, regret_relative
     figures: tuple[Path, ...]
     report: Path
+    agents: pd.DataFrame | None = None  # metric, agent, kl, regret, num_testbed_rows, num_bandit_seeds
+    levels: dict | None = None  # {level: {metric: CorrelationResult}}
+
+
+def _correlate_level(
+    points: pd.DataFrame,
+    level: str,
+    num_resamples: int,
+    seed: int,
+    required: Sequence[str] = (),
+    unit: str = "(agent, seed) points",
+) -> dict[str, CorrelationResult]:
+    """Correlates kl with regret per metric over `points` (columns metric, kl, regret).
+
+    Each metric gets its own Generator, derived from (seed, metric index) for the
+    agent_seed level (as before levels existed) and (seed, metric index, level
+    index) for the others, so adding or dropping a metric or a level does not change
+    the other rows' intervals. Points with kl <= 0 or regret <= 0 have no logarithm;
+    they are dropped with a warning. A metric in `required` with fewer than
+    MIN_POINTS points raises ValueError; another is skipped with a warning.
+    """
+    results: dict[str, CorrelationResult] = {}
+    level_index = LEVELS.index(level)
+    for index, metric in enumerate(METRICS):
+        rows = points[points["metric"] == metric]
+        if rows.empty:
+            continue
+        kl, regret = rows["kl"].to_numpy(float), rows["regret"].to_numpy(float)
+        positive = (kl > 0) & (regret > 0)  # NaN compares False: dropped too
+        if not positive.all():
+            warnings.warn(
+                f"{metric} ({level} level): dropping {int((~positive).sum())} points with kl <= 0 or regret <= 0 "
+                "(the Pearson correlation is on the log scale)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            kl, regret = kl[positive], regret[positive]
+        if len(kl) < MIN_POINTS:
+            message = (
+                f"too few {unit} to correlate {metric} with regret at the {level} level: {len(kl)} "
+                f"(need >= {MIN_POINTS})"
+            )
+            if metric in required:
+                raise ValueError(
+                    f"{message}; check that testbed.csv and bandit.csv share agents "
+                    f"and have tau={METRICS[metric][0]} rows"
+                )
+            warnings.warn(f"{message}; left out", RuntimeWarning, stacklevel=3)
+            continue
+        key = [seed, index] if level == "agent_seed" else [seed, index, level_index]
+        results[metric] = correlate(kl, regret, num_resamples, np.random.default_rng(key))
+    return results
+
+
+def _table(levels: dict[str, dict[str, CorrelationResult]]) -> pd.DataFrame:
+    records = [
+        {"metric": metric, **result.as_dict(), "level": level}
+        for level, results in levels.items()
+        for metric, result in results.items()
+    ]
+    return pd.DataFrame(records, columns=list(CORRELATION_COLUMNS))
 
 
 def correlation_table(
@@ -56,47 +164,55 @@ def correlation_table(
 ) -> tuple[pd.DataFrame, dict[str, CorrelationResult]]:
     """Correlates kl with regret per metric over the joined (agent, seed) points.
 
-    Each metric gets its own Generator, derived from (seed, metric index), so
-    adding or dropping the optional metric does not change the others' intervals.
-    Points with kl <= 0 or regret <= 0 have no logarithm; they are dropped with a
-    warning. Raises ValueError if a required metric has fewer than 3 points.
+    The agent_seed level only (see correlation_levels for all three). Raises
+    ValueError if a required metric has fewer than 3 points.
     """
-    results: dict[str, CorrelationResult] = {}
-    for index, metric in enumerate(METRICS):
-        rows = joined[joined["metric"] == metric]
-        positive = (rows["kl"] > 0) & (rows["regret"] > 0)
-        if not positive.all():
-            warnings.warn(
-                f"{metric}: dropping {int((~positive).sum())} points with kl <= 0 or regret <= 0 "
-                "(the Pearson correlation is on the log scale)",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            rows = rows[positive]
-        if len(rows) < MIN_POINTS:
-            if metric in REQUIRED_METRICS:
-                raise ValueError(
-                    f"too few (agent, seed) points to correlate {metric} with regret: {len(rows)} "
-                    f"(need >= {MIN_POINTS}); check that testbed.csv and bandit.csv share agents "
-                    f"and have tau={METRICS[metric][0]} rows"
-                )
-            continue
-        rng = np.random.default_rng([seed, index])
-        results[metric] = correlate(rows["kl"].to_numpy(float), rows["regret"].to_numpy(float), num_resamples, rng)
-    table = pd.DataFrame(
-        [{"metric": m, **r.as_dict()} for m, r in results.items()], columns=list(CORRELATION_COLUMNS)
-    )
-    return table, results
+    results = _correlate_level(joined, "agent_seed", num_resamples, seed, required=REQUIRED_METRICS)
+    return _table({"agent_seed": results}), results
 
 
-def _verdict(low: float, high: float) -> str:
+def correlation_levels(
+    joined: pd.DataFrame,
+    agents: pd.DataFrame,
+    num_resamples: int = 1000,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, dict[str, dict[str, CorrelationResult]]]:
+    """All three levels (LEVELS): the correlations table and {level: {metric: result}}.
+
+    Args:
+      joined: the (agent, seed) points from join_regret, with kl_relative and
+        regret_relative from relative_points (without them the relative level is
+        left out).
+      agents: the (metric, agent) points from agent_level_points.
+      num_resamples, seed: the bootstrap.
+
+    Raises ValueError if a required metric has fewer than 3 agent_seed points;
+    the other levels leave out a metric with too few points, with a warning.
+    """
+    levels = {"agent_seed": _correlate_level(joined, "agent_seed", num_resamples, seed, REQUIRED_METRICS)}
+    levels["agent"] = _correlate_level(agents, "agent", num_resamples, seed, unit="agents")
+    if {"kl_relative", "regret_relative"} <= set(joined.columns):
+        relative = joined[["metric", "kl_relative", "regret_relative"]].rename(
+            columns={"kl_relative": "kl", "regret_relative": "regret"}
+        )
+        relative = relative[relative["kl"].notna() & relative["regret"].notna()]
+        levels["agent_seed_relative"] = _correlate_level(relative, "agent_seed_relative", num_resamples, seed)
+    return _table(levels), levels
+
+
+def verdict(result: CorrelationResult) -> str:
+    """POSITIVE, NEGATIVE, INSIGNIFICANT or UNDECIDED from the 90% interval of Pearson (log).
+
+    The papers' hypothesis is a positive correlation (higher d_KL, higher regret).
+    """
+    low, high = result.pearson_ci_low, result.pearson_ci_high
     if not (np.isfinite(low) and np.isfinite(high)):
-        return "cannot be decided (the bootstrap interval is undefined)"
+        return UNDECIDED
     if low > 0:
-        return "is significantly positively correlated with regret (the 90% interval excludes 0)"
+        return POSITIVE
     if high < 0:
-        return "is significantly negatively correlated with regret (the 90% interval excludes 0)"
-    return "is not significantly correlated with regret (the 90% interval contains 0)"
+        return NEGATIVE
+    return INSIGNIFICANT
 
 
 def _fmt(value: float) -> str:
@@ -112,48 +228,95 @@ def _markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+METRIC_NAMES = {
+    "dkl_1": "Marginal prediction quality (d_KL^1, tau = 1)",
+    "dkl_10": "Joint prediction quality (d_KL^10, tau = 10, iid inputs)",
+    "dkl_10_kappa2": "Joint prediction quality with dyadic inputs (d_KL^{10, kappa=2})",
+}
+SHORT_NAMES = {"dkl_1": "marginal d_KL^1", "dkl_10": "joint d_KL^10", "dkl_10_kappa2": "dyadic d_KL^{10,kappa=2}"}
+LEVEL_TITLES = {
+    "agent_seed": "(agent, seed) points",
+    "agent": "agent points",
+    "agent_seed_relative": "(agent, seed) points relative to each seed's mean",
+}
+
+
+def _numbers(r: CorrelationResult) -> str:
+    return (
+        f"Pearson (log) {_fmt(r.pearson_log)} [{_fmt(r.pearson_ci_low)}, {_fmt(r.pearson_ci_high)}], "
+        f"Spearman {_fmt(r.spearman)} [{_fmt(r.spearman_ci_low)}, {_fmt(r.spearman_ci_high)}], n = {r.n}"
+    )
+
+
+def _level_summary(level: str, results: dict[str, CorrelationResult]) -> str:
+    """One sentence: each metric's verdict at one level, with the same words as the bullets."""
+    n = max((r.n for r in results.values()), default=0)
+    unit = "agents" if level == "agent" else "points"
+    parts = [
+        f"{SHORT_NAMES[m]} {verdict(r)} (Pearson log {_fmt(r.pearson_log)})" for m, r in results.items()
+    ]
+    sentence = f"{LEVEL_TITLES[level]} (n = {n} {unit}): " + "; ".join(parts) + "."
+    if "dkl_10" in results and "dkl_1" in results:
+        joint, marginal = verdict(results["dkl_10"]), verdict(results["dkl_1"])
+        if joint == POSITIVE and marginal != POSITIVE:
+            sentence += " This agrees with paper 000 (Figs. 8 and 9: joint significant, marginal not)."
+        elif joint != POSITIVE:
+            sentence += " This does not reproduce paper 000's Fig. 9 (joint significantly positive)."
+        else:
+            sentence += " Joint and marginal are both significantly positive; paper 000 found only joint."
+    return sentence
+
+
 def render_report(
-    results: dict[str, CorrelationResult],
+    results,
     joined: pd.DataFrame,
     testbed: pd.DataFrame,
     figures: list[Path],
     num_resamples: int,
     seed: int,
     notes: Sequence[str] = (),
+    agents: pd.DataFrame | None = None,
 ) -> str:
-    """The markdown report: verdicts in numbers, per-agent averages, data notes, figures."""
-    names = {
-        "dkl_1": "Marginal prediction quality (d_KL^1, tau = 1)",
-        "dkl_10": "Joint prediction quality (d_KL^10, tau = 10, iid inputs)",
-        "dkl_10_kappa2": "Joint prediction quality with dyadic inputs (d_KL^{10, kappa=2})",
-    }
+    """The markdown report: verdicts in numbers per level, per-agent averages, data notes, figures.
+
+    `results` is {level: {metric: CorrelationResult}} (from correlation_levels), or
+    {metric: CorrelationResult} for the agent_seed level alone. `agents` is the
+    agent-level table (agent_level_points); without it the per-agent table averages
+    `joined`.
+    """
+    if results and all(isinstance(r, CorrelationResult) for r in results.values()):
+        results = {"agent_seed": results}
+    levels = {level: results[level] for level in LEVELS if results.get(level)}
     lines = ["# Does joint prediction quality predict regret?", ""]
     lines.append(
-        f"Points are (agent, seed) pairs: testbed d_KL averaged over problems, bandit final regret "
-        f"(paper 000 Sec. 5.2). Intervals are the 5th-95th percentiles of {num_resamples} bootstrap "
-        f"resamples of the points (seed {seed}). Pearson is computed on log d_KL and log regret; "
-        f"Spearman on ranks."
+        "The papers' hypothesis is a positive correlation: agents with higher testbed d_KL (worse predictions) "
+        "have higher bandit regret. A correlation is called significantly positive or significantly negative "
+        f"when the 90% bootstrap interval of Pearson (log) excludes 0 (5th-95th percentiles of {num_resamples} "
+        f"resamples of the points, seed {seed}), and not significant otherwise. Pearson is computed on log d_KL "
+        "and log regret; Spearman on ranks."
     )
     lines.append("")
-    for metric, r in results.items():
-        lines.append(
-            f"- **{names[metric]}** {_verdict(r.pearson_ci_low, r.pearson_ci_high)}: "
-            f"Pearson (log) {_fmt(r.pearson_log)} [{_fmt(r.pearson_ci_low)}, {_fmt(r.pearson_ci_high)}], "
-            f"Spearman {_fmt(r.spearman)} [{_fmt(r.spearman_ci_low)}, {_fmt(r.spearman_ci_high)}], n = {r.n}."
-        )
-    lines.append("")
-    if "dkl_1" in results and "dkl_10" in results:
-        joint, marginal = results["dkl_10"], results["dkl_1"]
-        joint_sig = joint.pearson_ci_low > 0
-        marginal_sig = marginal.pearson_ci_low > 0
-        summary = (
-            f"In short: joint prediction quality {'does' if joint_sig else 'does not'} correlate "
-            f"significantly with regret (Pearson log {_fmt(joint.pearson_log)}), and marginal prediction "
-            f"quality {'does' if marginal_sig else 'does not'} (Pearson log {_fmt(marginal.pearson_log)})."
-        )
-        if joint_sig and not marginal_sig:
-            summary += " This agrees with paper 000 (Figs. 8 and 9)."
-        lines += [summary, ""]
+    lines += [
+        "**Which level answers the papers' question.** The papers ask whether agents that predict jointly better "
+        "decide better, and their per-seed points average over many testbed and bandit problems, so environment "
+        "effects shared by all agents average out. Here testbed seed s and bandit seed s are unrelated "
+        "environments shared by every agent, so at small scale the agent_seed points can be dominated by "
+        "which seeds happened to be hard or easy rather than by the agents; the agent level (one point per "
+        "agent: few points, wide intervals) and the agent_seed_relative level "
+        "(shared seed effects divided out) answer the papers' question, the agent_seed level is kept for "
+        "comparison with paper 000's Figs. 8-9.",
+        "",
+    ]
+    for level, level_results in levels.items():
+        description = LEVEL_DESCRIPTIONS[level]
+        lines += [f"## Level `{level}`: {LEVEL_TITLES[level]}", "", description[0].upper() + description[1:] + ".", ""]
+        for metric, r in level_results.items():
+            lines.append(f"- **{METRIC_NAMES[metric]}**: {verdict(r)}: {_numbers(r)}.")
+        lines.append("")
+    if levels:
+        lines += ["## In short", ""]
+        lines += [f"- {_level_summary(level, level_results)}" for level, level_results in levels.items()]
+        lines.append("")
     unmatched = joined[~joined["seed_matched"].astype(bool)]
     if len(unmatched):
         lines += [
@@ -162,9 +325,19 @@ def render_report(
             "",
         ]
     lines += ["## Per-agent averages", ""]
-    wide = joined.pivot_table(index="agent", columns="metric", values="kl", aggfunc="mean")
-    regret = joined.groupby("agent")["regret"].mean()
-    seeds = joined.groupby("agent")["seed"].nunique()
+    if agents is not None and not agents.empty:
+        lines.append(
+            "The agent-level points: d_KL averaged over all testbed seeds and problems, final regret over "
+            "bandit seeds."
+        )
+        lines.append("")
+        wide = agents.pivot_table(index="agent", columns="metric", values="kl", aggfunc="mean")
+        regret = agents.groupby("agent")["regret"].first()
+        seeds = agents.groupby("agent")["num_bandit_seeds"].first()
+    else:
+        wide = joined.pivot_table(index="agent", columns="metric", values="kl", aggfunc="mean")
+        regret = joined.groupby("agent")["regret"].mean()
+        seeds = joined.groupby("agent")["seed"].nunique()
     summary_table = wide.assign(regret=regret, seeds=seeds).reset_index()
     lines += [_markdown_table(summary_table), ""]
     normalised = normalised_kl_table(testbed)
@@ -207,17 +380,21 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
             warnings.simplefilter("always", RuntimeWarning)
             testbed = drop_nonfinite_kl(read_table(directory / "testbed.csv", TESTBED_COLUMNS))
             bandit = read_table(directory / "bandit.csv", BANDIT_COLUMNS)
-            joined = join_regret(testbed, bandit)
-            table, results = correlation_table(joined, num_resamples, int(seed))
+            joined = relative_points(join_regret(testbed, bandit))
+            agents = agent_level_points(testbed, joined)
+            table, levels = correlation_levels(joined, agents, num_resamples, int(seed))
             table.to_csv(directory / "correlations.csv", index=False)
             joined.to_csv(directory / "joined.csv", index=False)
-            figures = all_figures(testbed, bandit, joined, results, directory)
+            agents.to_csv(directory / "joined_agents.csv", index=False)
+            figures = all_figures(testbed, bandit, joined, levels["agent_seed"], directory, agents, levels["agent"])
     finally:
         # Re-issued even when an error follows: the warnings often explain it.
         for record in caught:
             warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
     notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
     report = directory / "report.md"
-    text = render_report(results, joined, testbed, figures, int(num_resamples), int(seed), notes)
+    text = render_report(levels, joined, testbed, figures, int(num_resamples), int(seed), notes, agents)
     report.write_text(text, encoding="utf-8")
-    return AnalysisResult(correlations=table, joined=joined, figures=tuple(figures), report=report)
+    return AnalysisResult(
+        correlations=table, joined=joined, figures=tuple(figures), report=report, agents=agents, levels=levels
+    )
