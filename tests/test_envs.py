@@ -12,6 +12,8 @@ SMALL = {
     "decision_bench/NeuralBandit-v0": dict(input_dim=2, num_actions=8, hidden_sizes=(10,)),
     "decision_bench/ContextualNeuralBandit-v0": dict(input_dim=3, num_actions=5, hidden_sizes=(10,)),
     "decision_bench/BernoulliBandit-v0": dict(num_actions=6),
+    # digits: 10 classes, so the contract tests' actions 0..4 are all valid
+    "decision_bench/ClassificationBandit-v0": dict(dataset="digits"),
 }
 
 

@@ -9,6 +9,11 @@ from decision_bench.envs.bandits import (
     NeuralBandit,
     make_bandit,
 )
+from decision_bench.envs.classification import (
+    ClassificationBandit,
+    ClassificationParams,
+    ClassificationState,
+)
 from decision_bench.envs.registration import register_envs
 from decision_bench.envs.testbed import (
     Dataset,
@@ -27,6 +32,9 @@ __all__ = [
     "BanditParams",
     "BanditState",
     "BernoulliBandit",
+    "ClassificationBandit",
+    "ClassificationParams",
+    "ClassificationState",
     "ContextualNeuralBandit",
     "Dataset",
     "NeuralBandit",

@@ -119,6 +119,13 @@ class ContextualNeuralBanditEnv(BanditEnv):
         super().__init__("ContextualNeuralBandit-v0", **kwargs)
 
 
+class ClassificationBanditEnv(BanditEnv):
+    """``decision_bench/ClassificationBandit-v0``: one example per step, an arm per class."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__("ClassificationBandit-v0", **kwargs)
+
+
 class BernoulliBanditEnv(BanditEnv):
     """``decision_bench/BernoulliBandit-v0``: independent arms with p_i ~ U(0, 1)."""
 
@@ -237,3 +244,7 @@ def contextual_neural_bandit_vector(**kwargs):
 
 def bernoulli_bandit_vector(**kwargs):
     return BanditVectorEnv("BernoulliBandit-v0", **kwargs)
+
+
+def classification_bandit_vector(**kwargs):
+    return BanditVectorEnv("ClassificationBandit-v0", **kwargs)

@@ -28,6 +28,7 @@ from decision_bench._validation import (
     check_positive,
     check_sizes,
 )
+from decision_bench.envs.classification import ClassificationBandit
 from decision_bench.priors import ACTIVATIONS, CoinsPrior, MLPPrior
 
 
@@ -176,6 +177,8 @@ BANDITS = {
     "NeuralBandit-v0": NeuralBandit,
     "ContextualNeuralBandit-v0": ContextualNeuralBandit,
     "BernoulliBandit-v0": BernoulliBandit,
+    # a classification data set as a contextual bandit (envs/classification.py)
+    "ClassificationBandit-v0": ClassificationBandit,
 }
 
 

@@ -11,6 +11,10 @@ _IDS = {
         "contextual_neural_bandit_vector",
     ),
     "decision_bench/BernoulliBandit-v0": ("BernoulliBanditEnv", "bernoulli_bandit_vector"),
+    "decision_bench/ClassificationBandit-v0": (
+        "ClassificationBanditEnv",
+        "classification_bandit_vector",
+    ),
 }
 
 
