@@ -68,7 +68,7 @@ def test_true_logits_have_zero_kl(tau, kappa):
     assert abs(result.kl) < 1e-5 and result.fraction_finite == 1.0
 
 
-@pytest.mark.parametrize("tau,kappa", [(1, None), (10, None), (10, 2)])
+@pytest.mark.parametrize("tau,kappa", [(1, None), (10, 2)])
 def test_uniform_kl_is_env_ll_plus_tau_log_c(tau, kappa):
     num_classes = 3
     problem = make_testbed_problem("mlp", 2, 5, 0.5, tau, kappa, seed=1, num_classes=num_classes)
@@ -289,7 +289,7 @@ def test_kl_is_nonnegative_up_to_error():
     problem = make_testbed_problem("mlp", 2, 10, 0.1, tau=10, kappa=2, seed=10)
     prior = problem.prior
     sampler = lambda key, x: prior.logits(prior.init(key), x)  # noqa: E731
-    result = estimate_kl(sampler, problem, jax.random.key(0), 200, 200)
+    result = estimate_kl(sampler, problem, jax.random.key(0), 200, 100)
     assert result.kl >= -3 * result.kl_stderr
 
 
