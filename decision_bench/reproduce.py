@@ -78,14 +78,14 @@ def get_preset(name: str) -> Preset:
             name="demo",
             agents=CORE_AGENTS,
             testbed_sweeps=("demo",),
-            testbed_seeds=3,
+            testbed_seeds=5,
             num_test=200,
             num_models=100,
             testbed_overrides=_items(small),
             bandit_env="NeuralBandit-v0",
             bandit_env_kwargs=(("input_dim", 2), ("num_actions", 40), ("temperature", 0.1)),
-            bandit_steps=1000,
-            bandit_seeds=3,
+            bandit_steps=3000,
+            bandit_seeds=5,
             bandit_overrides=_items({"ensemble": {"num_ensemble": 10}, "ensemble+": {"num_ensemble": 10}}),
         )
     if name == "quick":
@@ -313,6 +313,8 @@ def _print_summary(out: Path, result) -> None:
     corr = result.correlations
     print(f"\nresults in {out}/: testbed.csv, bandit.csv, correlations.csv, report.md, figures")
     cols = ["metric", "pearson_log", "pearson_ci_low", "pearson_ci_high", "spearman", "n"]
+    if "level" in corr.columns:
+        cols = ["level"] + cols
     with pd.option_context("display.float_format", "{:.2f}".format, "display.width", 120):
         print(corr[cols].to_string(index=False))
     print(f"\nreport: {result.report}")
