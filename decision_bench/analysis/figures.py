@@ -153,6 +153,7 @@ def plot_regret_vs_kl(
         ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color="black", linewidth=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _plain_log_ticks(ax)
     ax.set_xlabel(f"testbed {METRIC_LABELS[metric]}")
     ax.set_ylabel("bandit regret")
     ax.set_title(
@@ -270,6 +271,7 @@ def plot_agent_regret_vs_kl(
             ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color="black", linewidth=1)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _plain_log_ticks(ax)
         ax.set_xlabel(f"agent mean testbed {METRIC_LABELS[metric]}")
         ax.set_ylabel("agent mean bandit regret")
         r = results[metric]
@@ -304,3 +306,18 @@ def all_figures(
     if agents is not None and agent_results:
         paths += plot_agent_regret_vs_kl(agents, agent_results, directory)
     return paths
+
+
+def _plain_log_ticks(ax) -> None:
+    """d_KL often spans less than a decade, where matplotlib labels every minor
+    tick of a log axis in scientific notation and the labels collide: there,
+    use a few evenly spaced ticks with plain labels. Call after plotting."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+
+    for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        if low > 0 and math.log10(high / low) < 1.0:
+            axis.set_major_locator(MaxNLocator(4))
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+            axis.set_minor_formatter(NullFormatter())
