@@ -289,10 +289,8 @@ def reproduce(
     cells = build_cells(preset, all_agents)
     store = ResultsStore(out / "cells")
     start = time.perf_counter()
-    rows = run_sweep(
-        cells, CellRunner(str(out), custom), store, executor=executor, address=address, progress=progress
-    )
-    del rows
+    # Computes (or finds stored) every cell; the tables are read back per kind below.
+    run_sweep(cells, CellRunner(str(out), custom), store, executor=executor, address=address, progress=progress)
     testbed = store.load([c for c in cells if c.kind == "testbed"])
     bandit = store.load([c for c in cells if c.kind == "bandit"])
     testbed.to_csv(out / "testbed.csv", index=False)
