@@ -34,10 +34,13 @@ ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "gelu": jax.nn.gelu,
 }
 
-# std of a standard normal truncated to [-2, 2]; dividing by it makes the
-# truncated weights have exactly the requested standard deviation (the
-# variance-scaling convention of haiku and flax).
-_TRUNCATED_NORMAL_STD = 0.87962566103423978
+# std of a standard normal truncated to [-2, 2]. The reference implementation
+# does NOT divide by it: haiku's hk.Linear default is
+# TruncatedNormal(stddev=1/sqrt(fan_in)) = stddev * truncated_normal(-2, 2), so its
+# weights have std 0.8796/sqrt(fan_in) (flax's lecun_normal and haiku's
+# VarianceScaling divide by this constant; the testbed's environments and agents
+# use neither). Kept here for the tests and for users who want the corrected scale.
+TRUNCATED_NORMAL_STD = 0.87962566103423978
 
 
 class Prior(Protocol):
@@ -52,10 +55,26 @@ class Prior(Protocol):
     def sample_inputs(self, key: jax.Array, n: int) -> jax.Array: ...
 
 
-def truncated_normal_weights(key: jax.Array, fan_in: int, fan_out: int) -> jax.Array:
-    """Weights [fan_in, fan_out] with std 1/sqrt(fan_in), truncated at 2 std."""
-    std = 1.0 / jnp.sqrt(fan_in) / _TRUNCATED_NORMAL_STD
-    return std * jax.random.truncated_normal(key, -2.0, 2.0, (fan_in, fan_out), jnp.float32)
+def truncated_normal_weights(
+    key: jax.Array, fan_in: int, fan_out: int, dtype: Any = jnp.float32
+) -> jax.Array:
+    """Weights [fan_in, fan_out]: (1/sqrt(fan_in)) * z, z ~ N(0, 1) truncated to [-2, 2].
+
+    This is the Neural Testbed's convention for its generative MLP and for every
+    agent network (haiku's hk.Linear default), without variance correction: the
+    actual standard deviation is TRUNCATED_NORMAL_STD / sqrt(fan_in) = 0.8796/sqrt(fan_in).
+    """
+    std = 1.0 / jnp.sqrt(fan_in)
+    return std * jax.random.truncated_normal(key, -2.0, 2.0, (fan_in, fan_out), dtype)
+
+
+def truncated_normal_init(key: jax.Array, shape: tuple[int, ...], dtype: Any = jnp.float32) -> jax.Array:
+    """``truncated_normal_weights`` as a flax initialiser (``nn.Dense(kernel_init=...)``).
+
+    shape: (fan_in, fan_out), the layout of a flax Dense kernel.
+    """
+    fan_in, fan_out = shape
+    return truncated_normal_weights(key, fan_in, fan_out, dtype)
 
 
 def mlp_forward(layers: tuple, x: jax.Array, activation: str) -> jax.Array:
@@ -75,8 +94,8 @@ def init_mlp_layers(
 ) -> tuple:
     """Random MLP layers for layer sizes (in, h1, ..., out).
 
-    Weights truncated normal with std 1/sqrt(fan_in); biases zero except the
-    first layer's, which is N(0, first_bias_std^2) when first_bias_std is given.
+    Weights as ``truncated_normal_weights`` (haiku's uncorrected convention, std
+    0.8796/sqrt(fan_in)); biases zero except the first layer's, which is N(0, first_bias_std^2) when first_bias_std is given.
     """
     keys = jax.random.split(key, len(sizes))
     layers = []
@@ -94,8 +113,10 @@ def init_mlp_layers(
 class MLPPrior:
     """The Neural Testbed's random-MLP generative model.
 
-    Weights are truncated normal with std 1/sqrt(fan_in), the first layer's bias
-    is N(0, 1/input_dim), other biases are zero; P(y | x) = softmax(f(x) / beta).
+    Weights are (1/sqrt(fan_in)) * z with z ~ N(0, 1) truncated to [-2, 2] and no
+    variance correction (haiku's default, as in the reference: actual std
+    0.8796/sqrt(fan_in)); the first layer's bias is N(0, 1/input_dim), untruncated;
+    other biases are zero; P(y | x) = softmax(f(x) / beta).
     params: a tuple of layers {"w": [fan_in, fan_out], "b": [fan_out]}.
     """
 

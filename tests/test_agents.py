@@ -21,7 +21,7 @@ from decision_bench import agents
 from decision_bench.agents import baselines, dropout, ensemble, mlp
 from decision_bench.agents.regularization import decayed_weight
 from decision_bench.envs.testbed import Dataset
-from decision_bench.priors import MLPPrior
+from decision_bench.priors import MLPPrior, mlp_forward
 from decision_bench.specs import ProblemSpec
 
 # Agents whose samples must not depend on the key (no epistemic index).
@@ -251,15 +251,16 @@ def test_ensemble_plus_prior_is_fixed_and_members_are_trained():
     jax.tree.map(np.testing.assert_array_equal, state.prior_params, initial.prior_params)
     changed = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), state.params, initial.params)
     assert all(jax.tree.leaves(changed))
-    # The prior contributes prior_scale / sqrt(beta) times the generative MLP's output.
+    # The prior contributes prior_scale / sqrt(beta) times a 50-50 ReLU MLP's output,
+    # initialised as the reference's haiku networks: zero biases.
     config = agents.config("ensemble+", **small_overrides("ensemble+"))
-    prior = MLPPrior(2, (50, 50), "relu", 2, SPEC.temperature)
     member0 = jax.tree.map(lambda p: p[0], state.prior_params)
+    assert all(np.all(np.asarray(layer["b"]) == 0) for layer in member0)
     trained0 = jax.tree.map(lambda p: p[0], state.params)
     net = mlp.MLP((50, 50), 2)
     expected = net.apply(trained0, data.x[:4]) + config.prior_scale / math.sqrt(
         SPEC.temperature
-    ) * prior.raw_logits(member0, data.x[:4])
+    ) * mlp_forward(member0, data.x[:4], "relu")
     members = jax.jit(agent.member_logits)(state, data.x[:4])
     np.testing.assert_allclose(members[0], expected, rtol=1e-5, atol=1e-5)
 
@@ -284,7 +285,10 @@ def test_bootstrap_weights_are_stored_and_looked_up_by_index():
     # member 0 gets no gradient at all. Indices 4..7 wrap to 0..3 (modulo 4).
     weights = jnp.zeros((5, 4)).at[1:].set(2.0)
     start = initial._replace(bootstrap_weights=weights)
-    update = jax.jit(agents.make("ensemble+", SPEC, num_ensemble=5, l2=0.0).update)
+    # every member in every step, so only the bootstrap weights decide who moves
+    update = jax.jit(
+        agents.make("ensemble+", SPEC, num_ensemble=5, l2=0.0, member_sampling="all").update
+    )
     x = data.x[:4]
     batch = agents.Batch(x, data.y[:4], jnp.float32(NUM_TRAIN), jnp.arange(4) + 4)
     new = update(start, batch, jax.random.key(8))
@@ -451,3 +455,53 @@ def test_non_finite_fit_is_reported():
     assert not bool(agents.params_are_finite(state))
     with pytest.raises(agents.NonFiniteParamsError, match="logistic"):
         agents.fit_checked(agent, jax.random.key(0), poisoned, SPEC)
+
+
+def test_fit_batches_are_epoch_shuffles_of_full_size():
+    """The reference's batching: per-epoch shuffles laid end to end, batches of exactly
+    batch_size (with T = 10 a batch of 100 holds every point 10 times)."""
+    from decision_bench.agents.training import epoch_shuffled_batch
+
+    key = jax.random.key(0)
+    for step in range(3):
+        batch = np.asarray(epoch_shuffled_batch(key, step, 10, 100))
+        assert batch.shape == (100,)
+        np.testing.assert_array_equal(np.bincount(batch, minlength=10), np.full(10, 10))
+    # T = 7, batches of 3 straddle epochs; the stream's epochs are permutations.
+    stream = np.concatenate([np.asarray(epoch_shuffled_batch(key, i, 7, 3)) for i in range(14)])
+    for epoch in stream.reshape(6, 7):
+        np.testing.assert_array_equal(np.sort(epoch), np.arange(7))
+    assert len({tuple(e) for e in stream.reshape(6, 7)}) > 1  # reshuffled every epoch
+    # T = 1000, batches of 100: ten batches cover one epoch exactly once.
+    epoch = np.concatenate([np.asarray(epoch_shuffled_batch(key, i, 1000, 100)) for i in range(10)])
+    np.testing.assert_array_equal(np.sort(epoch), np.arange(1000))
+
+
+def test_agent_networks_start_with_the_reference_initialiser():
+    """haiku's hk.Linear default (the reference agents'): std 0.8796/sqrt(fan_in)."""
+    spec = ProblemSpec(input_dim=2, num_classes=2, temperature=0.1, num_train=10)
+    for name in ("mlp", "dropout"):
+        agent = agents.make(name, spec)
+        kernels = []
+        for i in range(100):
+            params = agent.init(jax.random.key(i), spec).params["params"]
+            kernels.append(np.asarray(params[sorted(params)[1]]["kernel"]).ravel())
+        w = np.concatenate(kernels)
+        fan_in = 50 if name == "mlp" else 100
+        std = 0.8796256610342398 / np.sqrt(fan_in)
+        assert abs(w.std() - std) < 5 * std / np.sqrt(2 * w.size), name
+
+
+def test_ensemble_members_are_drawn_with_replacement_each_step():
+    """The reference averages the loss over M member indices drawn with replacement:
+    member weights are counts / M, and about (1 - 1/M)^M of members sit out a step."""
+    num_members = 100
+    keys = jax.random.split(jax.random.key(0), 200)
+    weights = np.asarray(jax.vmap(lambda k: ensemble.member_weights(k, num_members, "with_replacement"))(keys))
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(weights * num_members, np.round(weights * num_members), atol=1e-4)
+    idle = (weights == 0).mean()
+    expected = (1 - 1 / num_members) ** num_members  # 0.366
+    # 20,000 Bernoulli-ish indicators, weakly dependent within a row: 5 standard errors
+    assert abs(idle - expected) < 5 * math.sqrt(expected * (1 - expected) / 200)
+    np.testing.assert_array_equal(ensemble.member_weights(keys[0], 4, "all"), np.full(4, 0.25))

@@ -14,7 +14,8 @@ from decision_bench.agents import fit, make
 from decision_bench.envs.testbed import make_testbed_problem
 from decision_bench.evaluation import FittedAgent, estimate_kl, get_sweep, run_testbed
 from decision_bench.evaluation import command
-from decision_bench.evaluation.runner import COLUMNS, DESIGN_TAG, EVAL_TAG, FIT_TAG
+from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
+from decision_bench.evaluation.runner import COLUMNS, DESIGN_TAG
 from decision_bench.evaluation.sweeps import Sweep, TestbedSetting, TestDesign
 
 TINY = Sweep(
@@ -53,7 +54,7 @@ def test_vmapped_rows_equal_one_problem_at_a_time(frame, agent_name):
     spec = make_testbed_problem("mlp", 2, 10, 0.1, seed=0).spec
     agent = make(agent_name, spec, **({"num_steps": 50} if agent_name == "mlp" else {}))
     for seed in (0, 2):
-        root = jax.random.key(seed)
+        root = problem_key(seed, 2, 10, 0.1)
         for index, design in enumerate(TINY.designs):
             problem = make_testbed_problem(
                 "mlp", 2, 10, 0.1, tau=design.tau, kappa=design.kappa, seed=seed

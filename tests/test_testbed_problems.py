@@ -115,3 +115,41 @@ def test_label_log_likelihood_batches():
 def test_invalid_problem_arguments_name_the_parameter(kwargs, parameter):
     with pytest.raises(ValueError, match=parameter):
         make_testbed_problem(**kwargs)
+
+
+def _env_bytes(problem):
+    return b"".join(np.asarray(leaf).tobytes() for leaf in jax.tree.leaves(problem.env_params))
+
+
+def test_each_setting_has_its_own_environment_and_designs_share_it():
+    """As in the reference sweeps: a new environment per (T, beta, seed); tau and kappa
+    do not change the environment or the training data."""
+    base = make_testbed_problem("mlp", 2, 10, 0.1, tau=1, seed=0)
+    same = [
+        make_testbed_problem("mlp", 2, 10, 0.1, tau=10, seed=0),
+        make_testbed_problem("mlp", 2, 10, 0.1, tau=10, kappa=2, seed=0),
+    ]
+    for other in same:
+        assert _env_bytes(other) == _env_bytes(base)
+        np.testing.assert_array_equal(other.train_data.x, base.train_data.x)
+    different = [
+        make_testbed_problem("mlp", 2, 100, 0.1, seed=0),
+        make_testbed_problem("mlp", 2, 10, 0.5, seed=0),
+        make_testbed_problem("mlp", 2, 10, 0.1, seed=1),
+    ]
+    for other in different:
+        assert _env_bytes(other) != _env_bytes(base)
+
+
+def test_fit_and_evaluation_streams_never_reuse_the_data_keys():
+    """Regression: under partitionable threefry split(k)[i] == fold_in(k, i); the fit
+    key once equalled the training-data key. Every purpose key of a problem, and the
+    first-level children of the data and environment keys, must be distinct."""
+    from decision_bench._src import keys
+
+    root = keys.problem_key(0, 2, 10, 0.1)
+    tags = (keys.ENV_TAG, keys.DATA_TAG, keys.FIT_TAG, keys.EVAL_TAG)
+    purpose = [jax.random.fold_in(root, t) for t in tags]
+    children = [jax.random.fold_in(k, i) for k in purpose[:2] for i in range(4)]
+    seen = {np.asarray(jax.random.key_data(k)).tobytes() for k in purpose + children}
+    assert len(seen) == len(purpose) + len(children)

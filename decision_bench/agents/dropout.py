@@ -28,6 +28,7 @@ from decision_bench._validation import check_positive
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.mlp import check_common, check_same_spec, cross_entropy, sum_of_squares
 from decision_bench.agents.regularization import decayed_weight
+from decision_bench.priors import truncated_normal_init
 from decision_bench.specs import ProblemSpec
 
 
@@ -75,9 +76,9 @@ class DropoutMLP(nn.Module):
     def __call__(self, x: jax.Array, deterministic: bool = False) -> jax.Array:
         broadcast = (0,) if self.share_mask else ()
         for width in self.hidden_sizes:
-            x = nn.relu(nn.Dense(width)(x))
+            x = nn.relu(nn.Dense(width, kernel_init=truncated_normal_init)(x))
             x = nn.Dropout(self.rate, broadcast_dims=broadcast)(x, deterministic=deterministic)
-        return nn.Dense(self.num_classes)(x)
+        return nn.Dense(self.num_classes, kernel_init=truncated_normal_init)(x)
 
 
 class DropoutState(NamedTuple):

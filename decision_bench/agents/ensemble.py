@@ -4,14 +4,22 @@ The M members are one stacked pytree (leading axis M) trained by one vmapped
 forward pass and one Adam optimiser; Adam acts element-wise, so this is exactly
 M independent Adam runs, compiled once instead of M times.
 
-Loss: mean over members and batch of (bootstrap weight x cross-entropy), plus
+Loss: the mean over M member indices drawn uniformly WITH replacement each step
+(member_sampling="with_replacement", the reference's behaviour: enn's
+``average_single_index_loss(loss, num_index_samples=M)`` over an integer indexer)
+of the batch-mean (bootstrap weight x cross-entropy), plus
 ``decayed_weight(l2, num_seen, num_members=M) * sum over all members of theta**2``,
 i.e. per member the mlp loss with L2 weight ``l2 * d * sqrt(beta) / T`` (the
-paper's ``/ (M T)`` is the weight on the sum over members).
+paper's ``/ (M T)`` is the weight on the sum over members). So in a step a member
+drawn k times gets k/M of the data term (k ~ Binomial(M, 1/M): about 37% of members
+get only the decay in a given step). member_sampling="all" trains every member on
+every step instead (weight 1/M each), an option the reference does not have.
 
-ensemble+ adds to each member a fixed random prior network drawn from the
-generative MLP prior (``MLPPrior`` with the problem's input_dim, hidden (50, 50)),
-whose raw output is scaled by ``prior_scale / sqrt(beta)``. Prior networks sit
+ensemble+ adds to each member a fixed random prior network with the generative
+MLP's architecture (hidden (50, 50), ReLU) initialised as the reference's
+(haiku's default: uncorrected truncated-normal weights and ZERO biases; the
+environment's N(0, 1/d) first-layer bias is not part of it), whose raw output is
+scaled by ``prior_scale / sqrt(beta)``. Prior networks sit
 outside the optimiser: never trained, never regularised, never decayed.
 
 Bootstrap weights (ensemble+): one weight per (member, data index), mean 1:
@@ -38,10 +46,11 @@ from decision_bench.agents.mlp import (
     sum_of_squares,
 )
 from decision_bench.agents.regularization import decayed_weight
-from decision_bench.priors import MLPPrior
+from decision_bench.priors import init_mlp_layers, mlp_forward
 from decision_bench.specs import ProblemSpec
 
 BOOTSTRAP_TYPES = ("none", "exponential", "bernoulli")
+MEMBER_SAMPLING = ("with_replacement", "all")
 
 # Weight-table length when the spec has no training-set size (the bandit): the
 # replay buffer capacity of paper 000, App. E, so each stored example keeps its
@@ -59,9 +68,11 @@ class EnsembleConfig:
     learning_rate: float = 1e-3
     num_steps: int = 1000
     regularization: str = "testbed"  # "testbed" | "sequential"
+    member_sampling: str = "with_replacement"  # "with_replacement" (reference) | "all"
 
     def __post_init__(self):
         object.__setattr__(self, "num_ensemble", check_int("num_ensemble", self.num_ensemble, 1))
+        check_choice("member_sampling", self.member_sampling, MEMBER_SAMPLING)
         check_common(self)
 
 
@@ -95,7 +106,7 @@ class EnsembleState(NamedTuple):
 class EnsemblePlusState(NamedTuple):
     params: Any  # trained MLP params, leading [M] axis
     opt_state: Any
-    prior_params: Any  # MLPPrior layers, leading [M] axis; fixed after init
+    prior_params: Any  # prior MLP layers (priors.init_mlp_layers), leading [M] axis; fixed
     bootstrap_weights: jax.Array  # [M, L] f32, mean 1 (L = 1 for "none")
 
 
@@ -122,6 +133,18 @@ def bootstrap_weights(key: jax.Array, kind: str, shape: tuple[int, ...]) -> jax.
     return jnp.ones(shape, jnp.float32)
 
 
+def member_weights(key: jax.Array, num_members: int, kind: str) -> jax.Array:
+    """Weight [M] f32 of each member's data loss in one step; sums to 1.
+
+    "with_replacement": counts of M uniform draws over the members, divided by M
+    (the reference); "all": 1/M each.
+    """
+    if kind == "all":
+        return jnp.full((num_members,), 1.0 / num_members, jnp.float32)
+    draws = jax.random.randint(key, (num_members,), 0, num_members)
+    return jnp.zeros((num_members,), jnp.float32).at[draws].add(1.0 / num_members)
+
+
 def _select(tree: Any, index: jax.Array) -> Any:
     """Member `index` of a stacked pytree."""
     return jax.tree.map(lambda leaf: leaf[index], tree)
@@ -132,13 +155,7 @@ def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
     net = MLP(tuple(config.hidden_sizes), spec.num_classes)
     optimizer = optax.adam(config.learning_rate)
     if plus:
-        prior = MLPPrior(
-            spec.input_dim,
-            tuple(config.prior_hidden_sizes),
-            "relu",
-            spec.num_classes,
-            spec.temperature,
-        )
+        prior_sizes = (spec.input_dim, *config.prior_hidden_sizes, spec.num_classes)
         prior_multiplier = config.prior_scale / spec.temperature**0.5
         weights_length = config.bootstrap_size or (spec.num_train or DEFAULT_BOOTSTRAP_SIZE)
         # "none" keeps a [M, 1] table of ones: the lookup stays the same code and
@@ -150,7 +167,7 @@ def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
         """One member: x [n, d] -> [n, C]."""
         logits = net.apply(params, x)
         if plus:
-            logits = logits + prior_multiplier * prior.raw_logits(prior_params, x)
+            logits = logits + prior_multiplier * mlp_forward(prior_params, x, "relu")
         return logits
 
     def all_members(state: Any, x: jax.Array) -> jax.Array:
@@ -170,23 +187,27 @@ def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
         return EnsemblePlusState(
             params=params,
             opt_state=opt_state,
-            prior_params=jax.vmap(prior.init)(jax.random.split(k_prior, num_members)),
+            prior_params=jax.vmap(lambda k: init_mlp_layers(k, prior_sizes))(
+                jax.random.split(k_prior, num_members)
+            ),
             bootstrap_weights=bootstrap_weights(
                 k_boot, config.bootstrap, (num_members, weights_length)
             ),
         )
 
-    def loss_fn(params: Any, state: Any, batch: Batch) -> jax.Array:
+    def loss_fn(params: Any, state: Any, batch: Batch, key: jax.Array) -> jax.Array:
         logits = all_members(state._replace(params=params), batch.x)  # [M, B, C]
         xent = cross_entropy(logits, batch.y)  # [M, B]
         if plus:
             length = state.bootstrap_weights.shape[1]
             xent = xent * state.bootstrap_weights[:, batch.index % length]
-        return xent.mean() + l2_weight(spec, config, batch.num_seen) * sum_of_squares(params)
+        weights = member_weights(key, num_members, config.member_sampling)  # [M]
+        data_loss = (weights * xent.mean(axis=1)).sum()
+        return data_loss + l2_weight(spec, config, batch.num_seen) * sum_of_squares(params)
 
     def update(state: Any, batch: Batch, key: jax.Array) -> Any:
-        del key  # bootstrap weights were drawn at init
-        grads = jax.grad(loss_fn)(state.params, state, batch)  # prior params get no gradient
+        # the key draws this step's member indices; bootstrap weights were drawn at init
+        grads = jax.grad(loss_fn)(state.params, state, batch, key)  # prior params get no gradient
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         return state._replace(
             params=optax.apply_updates(state.params, updates), opt_state=opt_state

@@ -7,9 +7,16 @@ data sets::
 
     states = jax.vmap(lambda k, d: fit(agent, k, d, spec))(keys, datasets)
 
-Each step draws a batch of min(batch_size, T) positions uniformly at random with
-replacement; the batch carries ``num_seen = T`` for the decayed regulariser and
-``index`` = the positions, for bootstrap weights.
+Batches follow the reference implementation (enn's dataset iterator as used by
+neural_testbed): the data set is shuffled afresh every epoch, the epochs are laid
+end to end, and step i takes positions i*B .. (i+1)*B - 1 of that stream. Every
+batch holds exactly ``batch_size`` examples even when T < batch_size (with T = 10
+a batch of 100 holds each point 10 times, in a fresh order), batches may straddle
+two epochs, and over the run every point is used equally often (within one
+epoch). An earlier version drew min(B, T) positions with replacement, which adds
+sampling noise the reference does not have and, for T < B, uses smaller batches.
+The batch carries ``num_seen = T`` for the decayed regulariser and ``index`` =
+the positions, for bootstrap weights.
 
 ``fit_checked`` is the host-side entry point that refuses non-finite parameters.
 """
@@ -61,25 +68,42 @@ def fit(
     return _fit(agent, spec, steps, batch_size, key, data)
 
 
+def epoch_shuffled_batch(key: jax.Array, step: jax.Array, num_train: int, batch_size: int) -> jax.Array:
+    """Positions [batch_size] i32 of batch ``step`` in a stream of per-epoch shuffles.
+
+    Epoch e is a fresh permutation of 0..num_train-1 (key ``fold_in(key, e)``);
+    the epochs laid end to end are cut into consecutive batches, so batch i is
+    stream positions i*batch_size .. (i+1)*batch_size - 1. Only the epochs that
+    batch touches are drawn (at most batch_size // num_train + 2), so memory does
+    not grow with the number of steps.
+    """
+    start = jnp.asarray(step, jnp.int32) * batch_size
+    first_epoch = start // num_train
+    epochs = first_epoch + jnp.arange(batch_size // num_train + 2)
+    perms = jax.vmap(lambda e: jax.random.permutation(jax.random.fold_in(key, e), num_train))(epochs)
+    offset = start - first_epoch * num_train
+    return perms.reshape(-1)[offset + jnp.arange(batch_size)].astype(jnp.int32)
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
 def _fit(
     agent: Agent, spec: ProblemSpec, num_steps: int, batch_size: int, key: jax.Array, data: Dataset
 ) -> Any:
-    k_init, k_steps = jax.random.split(key)
+    k_init, k_shuffle, k_updates = jax.random.split(key, 3)
     state = agent.init(k_init, spec)
     num_train = data.x.shape[0]
     if num_train == 0 or num_steps == 0:
         return state
-    batch_len = min(batch_size, num_train)
     num_seen = jnp.asarray(num_train, jnp.float32)
 
-    def step(state: Any, step_key: jax.Array) -> tuple[Any, None]:
-        k_batch, k_update = jax.random.split(step_key)
-        index = jax.random.randint(k_batch, (batch_len,), 0, num_train)
+    def step(state: Any, inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, None]:
+        i, k_update = inputs
+        index = epoch_shuffled_batch(k_shuffle, i, num_train, batch_size)
         batch = Batch(x=data.x[index], y=data.y[index], num_seen=num_seen, index=index)
         return agent.update(state, batch, k_update), None
 
-    state, _ = jax.lax.scan(step, state, jax.random.split(k_steps, num_steps))
+    steps = (jnp.arange(num_steps), jax.random.split(k_updates, num_steps))
+    state, _ = jax.lax.scan(step, state, steps)
     return state
 
 

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from decision_bench._src.keys import DATA_TAG, ENV_TAG, problem_key
 from decision_bench._validation import check_int, check_optional_int
 from decision_bench.priors import Prior, make_prior
 from decision_bench.specs import ProblemSpec
@@ -100,10 +101,14 @@ class TestbedProblem:
 
 
 def sample_environment(key: jax.Array, prior: Prior, num_train: int) -> tuple[Any, Dataset]:
-    """Environment params and its training data from one key (vmappable over keys)."""
-    k_env, k_data = jax.random.split(key)
-    params = prior.init(k_env)
-    return params, sample_training_data(k_data, prior, params, num_train)
+    """Environment params and its training data from a problem key (vmappable over keys).
+
+    key: ``problem_key(...)``; the environment and the data use its ENV_TAG and
+    DATA_TAG streams (decision_bench._src.keys), the agent's fit and the
+    evaluation use others.
+    """
+    params = prior.init(jax.random.fold_in(key, ENV_TAG))
+    return params, sample_training_data(jax.random.fold_in(key, DATA_TAG), prior, params, num_train)
 
 
 def make_testbed_problem(
@@ -120,6 +125,11 @@ def make_testbed_problem(
 ) -> TestbedProblem:
     """A testbed problem: an environment sampled from ``prior`` with seed ``seed``.
 
+    The environment and its training data come from
+    ``problem_key(seed, input_dim, num_train, temperature)``: a different
+    (num_train, temperature) gives a different environment, as in the reference
+    sweeps; tau and kappa do not change it.
+
     prior: "mlp" | "logistic" | "coins" (for coins, input_dim is the number of coins).
     kappa: None for iid test inputs, 1 for monadic, 2 for dyadic, ...
     """
@@ -128,7 +138,9 @@ def make_testbed_problem(
     kappa = check_optional_int("kappa", kappa, 1)
     seed = check_int("seed", seed, 0)
     gen = make_prior(prior, input_dim, temperature, hidden_sizes, activation, num_classes)
-    params, data = sample_environment(jax.random.key(seed), gen, num_train)
+    params, data = sample_environment(
+        problem_key(seed, gen.input_dim, num_train, gen.temperature), gen, num_train
+    )
     spec = ProblemSpec(
         input_dim=gen.input_dim,
         num_classes=gen.num_classes,

@@ -9,6 +9,7 @@ Public API:
 - ``FittedAgent(agent, state)``: what the estimators take besides plain callables
 - ``run_testbed(agent_names, sweep, seeds, ...) -> pandas.DataFrame``
 - ``get_sweep(name)``, ``SWEEP_NAMES``: the named sweeps (paper2d, highdim, quick)
+- ``custom_sweep(input_dims, num_trains, temperatures, taus, kappa, num_seeds)``: any other grid
 """
 
 from decision_bench.evaluation.kl import (
@@ -27,7 +28,13 @@ from decision_bench.evaluation.metrics import (
     expected_calibration_error,
 )
 from decision_bench.evaluation.runner import run_testbed
-from decision_bench.evaluation.sweeps import SWEEP_NAMES, Sweep, TestbedSetting, get_sweep
+from decision_bench.evaluation.sweeps import (
+    SWEEP_NAMES,
+    Sweep,
+    TestbedSetting,
+    custom_sweep,
+    get_sweep,
+)
 
 __all__ = [
     "METHODS",
@@ -40,6 +47,7 @@ __all__ = [
     "Sweep",
     "TestbedSetting",
     "accuracy",
+    "custom_sweep",
     "estimate_kl",
     "estimate_nll",
     "evaluate_classification",

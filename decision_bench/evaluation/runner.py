@@ -8,10 +8,12 @@ fitted once per (setting, seed) and that fit is scored on all designs (the
 agent cannot see tau). Compilation is done ahead of time (``lower().compile()``)
 so compile seconds are measured apart from run seconds.
 
-Keys. Seed s's environment is ``sample_environment(jax.random.key(s), ...)``,
-exactly the environment of ``make_testbed_problem(..., seed=s)``; the fit key
-is ``fold_in(key(s), FIT_TAG)``; design i is scored by ``estimate_kl``'s core
-with ``fold_in(fold_in(fold_in(key(s), EVAL_TAG), DESIGN_TAG), i)``, so a row
+Keys (decision_bench._src.keys). Seed s of setting (d, T, beta) has the problem
+key ``pk = problem_key(s, d, T, beta)``: its environment and training data are
+``sample_environment(pk, ...)``, exactly those of ``make_testbed_problem(...,
+seed=s)``, so every setting has its own environments, as in the reference; the
+fit key is ``fold_in(pk, FIT_TAG)``; design i is scored by ``estimate_kl``'s
+core with ``fold_in(fold_in(fold_in(pk, EVAL_TAG), DESIGN_TAG), i)``, so a row
 can be reproduced one problem at a time (tests/test_evaluation_runner.py).
 
 Rows: one per (agent, input_dim, num_train, temperature, tau, kappa, seed).
@@ -33,6 +35,7 @@ import pandas as pd
 from jax.extend import core as jax_core
 from tqdm.auto import tqdm
 
+from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
 from decision_bench._validation import check_choice, check_int
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
 from decision_bench.envs.testbed import sample_environment
@@ -50,8 +53,6 @@ from decision_bench.evaluation.sweeps import Sweep, TestbedSetting, get_sweep
 from decision_bench.priors import make_prior
 from decision_bench.specs import ProblemSpec
 
-FIT_TAG = 1
-EVAL_TAG = 2
 # Under the evaluation key: test design i uses fold_in(fold_in(key, DESIGN_TAG), i),
 # accuracy and ECE use fold_in(key, CLASSIFICATION_KEY_TAG).
 DESIGN_TAG = 0
@@ -226,7 +227,9 @@ def _run_group(
         )
         for design in sweep.designs
     )
-    env_keys = jnp.stack([jax.random.key(s) for s in seeds])
+    env_keys = jnp.stack(
+        [problem_key(s, setting.input_dim, setting.num_train, setting.temperature) for s in seeds]
+    )
     fit_keys = jax.vmap(lambda k: jax.random.fold_in(k, FIT_TAG))(env_keys)
     eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_TAG))(env_keys)
 

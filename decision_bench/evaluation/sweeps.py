@@ -12,12 +12,15 @@ fitted agent is evaluated on.
   and tau 10 with kappa 2 (dyadic); 5 seeds.
 - ``quick``: d = 2, T in {10, 100}, beta = 0.1, tau 1 and tau 10 (iid and
   dyadic), 3 seeds: a few minutes on 2 cores, for demos and tests.
+
+``custom_sweep(...)`` builds any other grid (what ``decision-bench testbed
+--num-train ... --temperature ...`` runs).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Any, Callable, Iterable
 
 from decision_bench._validation import check_choice, check_int, check_optional_int, check_positive
 from decision_bench.priors import PRIORS
@@ -94,6 +97,70 @@ def quick() -> Sweep:
     settings = tuple(TestbedSetting(input_dim=2, num_train=t, temperature=0.1) for t in (10, 100))
     designs = (TestDesign(1), TestDesign(10), TestDesign(10, 2))
     return Sweep("quick", settings, designs, num_seeds=3)
+
+
+def _distinct(name: str, values: Any, check: Callable[[str, Any], Any]) -> tuple:
+    """values as a non-empty tuple, each passed through check(name, value), no repeats."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        values = (values,)
+    checked = tuple(check(name, v) for v in values)
+    if not checked:
+        raise ValueError(f"{name} must list at least one value, got {values!r}")
+    repeated = sorted({v for v in checked if checked.count(v) > 1})
+    if repeated:
+        raise ValueError(f"{name} must not repeat values, got {list(checked)} (repeated: {repeated})")
+    return checked
+
+
+def custom_sweep(
+    input_dims: Iterable[int] | int,
+    num_trains: Iterable[int] | int,
+    temperatures: Iterable[float] | float,
+    taus: Iterable[int] | int = (1, 10),
+    kappa: int | None = None,
+    num_seeds: int = 5,
+    name: str = "custom",
+    prior: str = "mlp",
+) -> Sweep:
+    """A sweep over the full grid of the given values.
+
+    Settings: every (input_dim, num_train, temperature) of the product
+    input_dims x num_trains x temperatures, in that nesting order (input_dim
+    outermost, temperature innermost), all with the given prior.
+
+    Designs: first tau iid for every tau in taus (in order); then, when kappa
+    is given, (tau, kappa) for every tau > 1 in taus (in order): the polyadic
+    design of paper 001 (kappa = 2: dyadic). tau = 1 has no kappa design (one
+    input is the same with or without anchors), so kappa needs some tau > 1.
+    E.g. taus (1, 10) with kappa 2 gives (1), (10), (10, kappa 2), as ``quick``.
+
+    Each list may also be a single value; values must not repeat. num_seeds:
+    the default number of seeds (run_testbed's seeds=None).
+    """
+    dims = _distinct("input_dims", input_dims, lambda n, v: check_int(n, v, 1))
+    trains = _distinct("num_trains", num_trains, lambda n, v: check_int(n, v, 0))
+    betas = _distinct("temperatures", temperatures, check_positive)
+    tau_values = _distinct("taus", taus, lambda n, v: check_int(n, v, 1))
+    kappa = check_optional_int("kappa", kappa, 1)
+    num_seeds = check_int("num_seeds", num_seeds, 1)
+    check_choice("prior", prior, PRIORS)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    designs = tuple(TestDesign(tau) for tau in tau_values)
+    if kappa is not None:
+        joint = tuple(TestDesign(tau, kappa) for tau in tau_values if tau > 1)
+        if not joint:
+            raise ValueError(
+                f"kappa needs some tau > 1 (kappa designs are for tau > 1), got taus {list(tau_values)}"
+            )
+        designs += joint
+    settings = tuple(
+        TestbedSetting(input_dim=d, num_train=t, temperature=beta, prior=prior)
+        for d in dims
+        for t in trains
+        for beta in betas
+    )
+    return Sweep(name, settings, designs, num_seeds=num_seeds)
 
 
 _SWEEPS: dict[str, Callable[[], Sweep]] = {"paper2d": paper2d, "highdim": highdim, "quick": quick}

@@ -1,0 +1,1 @@
+"""Shared plumbing below every other module (nothing here imports the package)."""
