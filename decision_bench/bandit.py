@@ -92,6 +92,11 @@ COLUMNS = (
 )
 
 # Purpose tags of the key derivation above. Changing one changes every result.
+# The decayed L2 weight in the bandit: "sequential" is paper 000 App. E.2 as printed
+# (lambda * 2 sqrt(beta) / (M t)); "sequential_linear_beta" is the released code's
+# lambda * 2 beta / (M t). Override per run with agent_kwargs={"regularization": ...}.
+DEFAULT_REGULARIZATION = "sequential"
+
 _TAG_AGENT = 1001
 _TAG_INIT = 0
 _TAG_ACT = 1
@@ -390,7 +395,7 @@ def _resolve_agent(
         raise ValueError(
             f"agent must be an Agent or one of {list(registry.names())}, got {agent!r}"
         )
-    overrides = {"regularization": "sequential"}
+    overrides = {"regularization": DEFAULT_REGULARIZATION}
     if "learning_rate" in registry.hyperparameters(agent):
         overrides["learning_rate"] = learning_rate
     overrides.update(agent_kwargs or {})
@@ -557,7 +562,7 @@ def run_bandit(
 ) -> pd.DataFrame:
     """Runs a bandit experiment for every seed at once; returns one row per (seed, log step).
 
-    agent: a registered name (built with ``regularization="sequential"`` and,
+    agent: a registered name (built with ``regularization=DEFAULT_REGULARIZATION`` and,
       where its config has one, ``learning_rate``; ``agent_kwargs`` override
       more hyperparameters) or an ``Agent`` record used as given.
     env_id_or_config: ``"NeuralBandit-v0"``, ``"ContextualNeuralBandit-v0"``,

@@ -59,6 +59,14 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--replay-capacity", type=int, default=10_000)
     p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument(
+        "--regularization",
+        choices=("sequential", "sequential_linear_beta"),
+        default=None,
+        help="decayed L2 weight: 'sequential' = lambda 2 sqrt(beta) / t (paper 000, App. E.2), "
+        "'sequential_linear_beta' = lambda 2 beta / t (the released reference code); "
+        "default: decision_bench.bandit.DEFAULT_REGULARIZATION",
+    )
     p.add_argument("--log-every", type=int, default=None, help="a row every n steps")
     p.add_argument("--chunk-size", type=int, default=1000, help="steps per compiled call")
     p.add_argument("--out", required=True, help="output folder")
@@ -113,6 +121,11 @@ def run_command(args: argparse.Namespace) -> int:
                     resume=args.resume,
                     progress=not args.no_progress,
                     env_kwargs=_env_kwargs(args),
+                    agent_kwargs=(
+                        {"regularization": args.regularization}
+                        if getattr(args, "regularization", None)
+                        else None
+                    ),
                 )
             )
         except ValueError as error:
@@ -124,10 +137,17 @@ def run_command(args: argparse.Namespace) -> int:
         df.insert(df.columns.get_loc("env") + 1, "dataset", args.dataset)
     write_csv(df, out / CSV_NAME)
     plot_regret(df, out / FIGURE_NAME)
-    summary = df.groupby("agent", sort=False).final_regret.agg(["mean", "sem", "count"])
+    summary = seed_summary(df)
     print(summary.to_string(float_format=lambda v: f"{v:.1f}"))
     print(f"wrote {out / CSV_NAME} and {out / FIGURE_NAME}")
     return 0
+
+
+def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per agent: mean, standard error and count of the per-SEED final regrets
+    (the final_regret column, one value per seed), not of the logged rows."""
+    last = df.groupby(["agent", "seed"], sort=False).final_regret.first()
+    return last.groupby(level="agent", sort=False).agg(["mean", "sem", "count"])
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:

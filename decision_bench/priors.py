@@ -90,19 +90,29 @@ def mlp_forward(layers: tuple, x: jax.Array, activation: str) -> jax.Array:
 
 
 def init_mlp_layers(
-    key: jax.Array, sizes: tuple[int, ...], first_bias_std: float | None = None
+    key: jax.Array,
+    sizes: tuple[int, ...],
+    first_bias_std: float | None = None,
+    first_bias_truncated: bool = False,
 ) -> tuple:
     """Random MLP layers for layer sizes (in, h1, ..., out).
 
     Weights as ``truncated_normal_weights`` (haiku's uncorrected convention, std
-    0.8796/sqrt(fan_in)); biases zero except the first layer's, which is N(0, first_bias_std^2) when first_bias_std is given.
+    0.8796/sqrt(fan_in)); biases zero except the first layer's when
+    first_bias_std is given: first_bias_std * N(0, 1) (the generative model's
+    haiku RandomNormal), or with first_bias_truncated first_bias_std * N(0, 1)
+    truncated to [-2, 2] (enn's ensemble networks with nonzero_bias=True).
     """
     keys = jax.random.split(key, len(sizes))
     layers = []
     for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
         w = truncated_normal_weights(keys[i], fan_in, fan_out)
         if i == 0 and first_bias_std is not None:
-            b = first_bias_std * jax.random.normal(keys[-1], (fan_out,), jnp.float32)
+            if first_bias_truncated:
+                z = jax.random.truncated_normal(keys[-1], -2.0, 2.0, (fan_out,), jnp.float32)
+            else:
+                z = jax.random.normal(keys[-1], (fan_out,), jnp.float32)
+            b = first_bias_std * z
         else:
             b = jnp.zeros((fan_out,), jnp.float32)
         layers.append({"w": w, "b": b})

@@ -252,10 +252,15 @@ def test_ensemble_plus_prior_is_fixed_and_members_are_trained():
     changed = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), state.params, initial.params)
     assert all(jax.tree.leaves(changed))
     # The prior contributes prior_scale / sqrt(beta) times a 50-50 ReLU MLP's output,
-    # initialised as the reference's haiku networks: zero biases.
+    # initialised as enn's ensemble MLP with nonzero_bias=True: a truncated-normal
+    # first-layer bias of scale 1/sqrt(d), the other biases zero.
     config = agents.config("ensemble+", **small_overrides("ensemble+"))
     member0 = jax.tree.map(lambda p: p[0], state.prior_params)
-    assert all(np.all(np.asarray(layer["b"]) == 0) for layer in member0)
+    first_bias = np.asarray(state.prior_params[0]["b"])
+    assert np.all(first_bias != 0) and np.abs(first_bias).max() <= 2 / np.sqrt(2) + 1e-6
+    assert all(np.all(np.asarray(layer["b"]) == 0) for layer in member0[1:])
+    trained_bias = np.asarray(initial.params["params"]["Dense_0"]["bias"])
+    assert np.all(trained_bias != 0) and np.abs(trained_bias).max() <= 2 / np.sqrt(2) + 1e-6
     trained0 = jax.tree.map(lambda p: p[0], state.params)
     net = mlp.MLP((50, 50), 2)
     expected = net.apply(trained0, data.x[:4]) + config.prior_scale / math.sqrt(

@@ -72,7 +72,7 @@ class BBBConfig:
     num_index_samples: int = 8  # weight draws averaged per gradient step
     kl_scale: float = 1.0  # base of the decayed KL weight
     kl_method: str = "auto"  # "auto" | "analytical" | "sample"
-    regularization: str = "testbed"  # "testbed" | "sequential"
+    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         common.validate_fields(

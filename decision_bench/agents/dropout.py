@@ -52,7 +52,7 @@ class DropoutConfig:
     hidden_sizes: tuple[int, ...] = (100, 100)
     learning_rate: float = 1e-3
     num_steps: int = 1000
-    regularization: str = "testbed"  # "testbed" | "sequential"
+    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         object.__setattr__(self, "dropout_rate", check_rate("dropout_rate", self.dropout_rate))

@@ -16,10 +16,12 @@ get only the decay in a given step). member_sampling="all" trains every member o
 every step instead (weight 1/M each), an option the reference does not have.
 
 ensemble+ adds to each member a fixed random prior network with the generative
-MLP's architecture (hidden (50, 50), ReLU) initialised as the reference's
-(haiku's default: uncorrected truncated-normal weights and ZERO biases; the
-environment's N(0, 1/d) first-layer bias is not part of it), whose raw output is
-scaled by ``prior_scale / sqrt(beta)``. Prior networks sit
+MLP's architecture (hidden (50, 50), ReLU), whose raw output is scaled by
+``prior_scale / sqrt(beta)``. Both its trained members and its prior networks are
+initialised as the reference's (enn's ensemble MLP with ``nonzero_bias=True``):
+uncorrected truncated-normal weights, a first-layer bias (1/sqrt(d)) * N(0, 1)
+truncated to [-2, 2], other biases zero. (ensemble, like mlp, starts with zero
+biases: the reference builds it with ``nonzero_bias=False``.) Prior networks sit
 outside the optimiser: never trained, never regularised, never decayed.
 
 Bootstrap weights (ensemble+): one weight per (member, data index), mean 1:
@@ -67,7 +69,7 @@ class EnsembleConfig:
     l2: float = 1.0  # lambda; weight = l2 * d * sqrt(beta) / (M T) on the sum over members
     learning_rate: float = 1e-3
     num_steps: int = 1000
-    regularization: str = "testbed"  # "testbed" | "sequential"
+    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
     member_sampling: str = "with_replacement"  # "with_replacement" (reference) | "all"
 
     def __post_init__(self):
@@ -152,7 +154,7 @@ def _select(tree: Any, index: jax.Array) -> Any:
 
 def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
     num_members = config.num_ensemble
-    net = MLP(tuple(config.hidden_sizes), spec.num_classes)
+    net = MLP(tuple(config.hidden_sizes), spec.num_classes, nonzero_first_bias=plus)
     optimizer = optax.adam(config.learning_rate)
     if plus:
         prior_sizes = (spec.input_dim, *config.prior_hidden_sizes, spec.num_classes)
@@ -187,7 +189,11 @@ def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
         return EnsemblePlusState(
             params=params,
             opt_state=opt_state,
-            prior_params=jax.vmap(lambda k: init_mlp_layers(k, prior_sizes))(
+            prior_params=jax.vmap(
+                lambda k: init_mlp_layers(
+                    k, prior_sizes, first_bias_std=spec.input_dim**-0.5, first_bias_truncated=True
+                )
+            )(
                 jax.random.split(k_prior, num_members)
             ),
             bootstrap_weights=bootstrap_weights(

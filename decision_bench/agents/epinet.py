@@ -68,7 +68,7 @@ class EpinetConfig:
     num_steps: int = 1000
     high_data_step_factor: int = 10  # num_steps multiplier when T / d > high_data_ratio
     high_data_ratio: float = 500.0
-    regularization: str = "testbed"  # "testbed" | "sequential"
+    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         common.validate_fields(

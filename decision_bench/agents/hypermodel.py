@@ -58,7 +58,7 @@ class HypermodelConfig:
     l2: float = 1.0  # lambda of the decayed L2 weight
     learning_rate: float = 1e-3  # Adam
     num_steps: int = 2000
-    regularization: str = "testbed"  # "testbed" | "sequential"
+    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         common.validate_fields(

@@ -39,16 +39,32 @@ class MLP(nn.Module):
     (1/sqrt(fan_in)) * truncated normal in [-2, 2], uncorrected, so std
     0.8796/sqrt(fan_in); ``priors.truncated_normal_init``), biases at zero. flax's
     own default (lecun_normal) corrects the variance and starts 14% wider.
+    nonzero_first_bias: the first layer's bias starts as (1/sqrt(d)) * N(0, 1)
+    truncated to [-2, 2], as enn's ensemble MLPs with ``nonzero_bias=True`` (the
+    reference's ensemble+); the reference's mlp and ensemble use zero biases.
     """
 
     hidden_sizes: tuple[int, ...]
     num_classes: int
+    nonzero_first_bias: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        for width in self.hidden_sizes:
-            x = nn.relu(nn.Dense(width, kernel_init=truncated_normal_init)(x))
+        for i, width in enumerate(self.hidden_sizes):
+            bias_init = nn.initializers.zeros
+            if i == 0 and self.nonzero_first_bias:
+                bias_init = _truncated_bias_init(x.shape[-1])
+            x = nn.relu(nn.Dense(width, kernel_init=truncated_normal_init, bias_init=bias_init)(x))
         return nn.Dense(self.num_classes, kernel_init=truncated_normal_init)(x)
+
+
+def _truncated_bias_init(fan_in: int):
+    """A flax bias initialiser: (1/sqrt(fan_in)) * N(0, 1) truncated to [-2, 2]."""
+
+    def init(key: jax.Array, shape: tuple[int, ...], dtype: Any = jnp.float32) -> jax.Array:
+        return jax.random.truncated_normal(key, -2.0, 2.0, shape, dtype) / fan_in**0.5
+
+    return init
 
 
 def sum_of_squares(tree: Any) -> jax.Array:
@@ -91,7 +107,7 @@ class MLPConfig:
     l2: float = 1.0  # lambda; weight = l2 * d * sqrt(beta) / T in testbed mode
     learning_rate: float = 1e-3
     num_steps: int = 1000  # default SGD steps for fit
-    regularization: str = "testbed"  # "testbed" | "sequential"
+    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         check_common(self)

@@ -6,11 +6,15 @@ passes t, the number of observations so far.
 
 - ``"testbed"`` (paper 000, App. C, the "adaptive" scale):
   weight = base * input_dim * sqrt(beta) / (num_members * num_seen)
-- ``"sequential"`` (paper 000, App. E.2):
+- ``"sequential"`` (paper 000, App. E.2 as printed):
   weight = base * 2 * sqrt(beta) / (num_members * num_seen)
+- ``"sequential_linear_beta"`` (the released reference code,
+  neural_testbed/bandit/agents.py, which multiplies by 2 * temperature):
+  weight = base * 2 * beta / (num_members * num_seen)
 
-The released reference code uses 2 * beta where the paper writes
-2 * sqrt(beta); we follow the paper. Prior networks are never regularised.
+The paper's text and the released code disagree; both are offered. The bandit's
+default is chosen by ``decision_bench.bandit.DEFAULT_REGULARIZATION`` (see its
+docstring for the evidence). Prior networks are never regularised.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-REGULARIZATION_MODES = ("testbed", "sequential")
+REGULARIZATION_MODES = ("testbed", "sequential", "sequential_linear_beta")
 
 
 def decayed_weight(
@@ -36,6 +40,11 @@ def decayed_weight(
     """
     if mode not in REGULARIZATION_MODES:
         raise ValueError(f"mode must be one of {list(REGULARIZATION_MODES)}, got {mode!r}")
-    numerator = input_dim if mode == "testbed" else 2.0
     n = jnp.maximum(jnp.asarray(num_seen, jnp.float32), 1.0)
-    return base * numerator * jnp.sqrt(temperature) / (num_members * n)
+    if mode == "testbed":
+        scale = input_dim * jnp.sqrt(temperature)
+    elif mode == "sequential":
+        scale = 2.0 * jnp.sqrt(temperature)
+    else:
+        scale = 2.0 * jnp.asarray(temperature, jnp.float32)
+    return base * scale / (num_members * n)

@@ -73,7 +73,7 @@ class SGMCMCConfig:
     burn_in: int = 100_000
     keep_every: int = 1000
     per_example_lr: bool = True  # h = 2 lr / n (True) or h = lr (False)
-    regularization: str = "testbed"  # "testbed" | "sequential"
+    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         common.validate_fields(

@@ -100,10 +100,10 @@ def quick() -> Sweep:
 
 
 def _distinct(name: str, values: Any, check: Callable[[str, Any], Any]) -> tuple:
-    """values as a non-empty tuple, each passed through check(name, value), no repeats."""
+    """values as a non-empty tuple, each passed through check(f"{name}[i]", value), no repeats."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         values = (values,)
-    checked = tuple(check(name, v) for v in values)
+    checked = tuple(check(f"{name}[{i}]", v) for i, v in enumerate(values))
     if not checked:
         raise ValueError(f"{name} must list at least one value, got {values!r}")
     repeated = sorted({v for v in checked if checked.count(v) > 1})

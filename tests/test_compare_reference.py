@@ -1,0 +1,224 @@
+"""scripts/compare_reference.py: per-setting statistics, the per-tau summary and the
+verdict, checked by hand on tiny synthetic frames (nothing is fitted here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "compare_reference.py"
+
+
+@pytest.fixture(scope="module")
+def cr():
+    spec = importlib.util.spec_from_file_location("compare_reference", _SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _runs(values: dict) -> pd.DataFrame:
+    """{(T, beta, tau): [kl per seed]} -> one row per problem."""
+    rows = [
+        {"num_train": t, "temperature": b, "tau": u, "seed": s, "kl": kl}
+        for (t, b, u), kls in values.items()
+        for s, kl in enumerate(kls)
+    ]
+    return pd.DataFrame(rows)
+
+
+def _se(values) -> float:
+    values = np.asarray(values, float)
+    return float(np.std(values, ddof=1) / math.sqrt(len(values)))
+
+
+REF = {(10, 0.1, 1): [1.0, 2.0, 3.0], (100, 0.1, 1): [0.1, 0.3], (10, 0.1, 10): [4.0, 6.0, 8.0, 10.0]}
+OURS = {(10, 0.1, 1): [2.0, 2.0, 2.5, 3.5], (100, 0.1, 1): [0.2, 0.4, float("nan")],
+        (10, 0.1, 10): [5.0, 7.0], (1000, 0.1, 1): [9.0, 9.0]}
+
+
+def test_summarize_settings_by_hand(cr):
+    table = cr.summarize_settings(_runs(OURS))
+    # sorted by tau, then T, then beta; index levels num_train, temperature, tau
+    assert list(table.index) == [(10, 0.1, 1), (100, 0.1, 1), (1000, 0.1, 1), (10, 0.1, 10)]
+    row = table.loc[(10, 0.1, 1)]
+    assert row["n"] == 4 and row["num_nan"] == 0
+    assert row["mean"] == pytest.approx(2.5)
+    assert row["se"] == pytest.approx(_se([2.0, 2.0, 2.5, 3.5]))
+    assert row["median"] == pytest.approx(2.25)
+    row = table.loc[(100, 0.1, 1)]  # the NaN seed is counted apart and left out
+    assert row["n"] == 2 and row["num_nan"] == 1
+    assert row["mean"] == pytest.approx(0.3) and row["se"] == pytest.approx(0.1)
+
+
+def test_compare_by_hand(cr):
+    ref, ours = cr.summarize_settings(_runs(REF)), cr.summarize_settings(_runs(OURS))
+    table = cr.compare(ref, ours)
+    assert list(table.index) == list(ref.index)  # the reference's settings only
+    row = table.loc[(10, 0.1, 1)]
+    se_ref, se_ours = _se([1, 2, 3]), _se([2, 2, 2.5, 3.5])
+    assert row["ref_mean"] == pytest.approx(2.0) and row["ref_se"] == pytest.approx(se_ref)
+    assert row["diff"] == pytest.approx(0.5)
+    assert row["z"] == pytest.approx(0.5 / math.sqrt(se_ref**2 + se_ours**2))
+    assert row["ratio"] == pytest.approx(1.25)
+    assert row["ref_median"] == pytest.approx(2.0) and row["ours_median"] == pytest.approx(2.25)
+    row = table.loc[(10, 0.1, 10)]
+    assert row["z"] == pytest.approx((6.0 - 7.0) / math.sqrt(_se([4, 6, 8, 10]) ** 2 + _se([5, 7]) ** 2))
+    assert row["ratio"] == pytest.approx(6.0 / 7.0)
+
+
+def test_compare_needs_every_reference_setting(cr):
+    ref = cr.summarize_settings(_runs(REF))
+    ours = cr.summarize_settings(_runs({k: v for k, v in OURS.items() if k != (100, 0.1, 1)}))
+    with pytest.raises(ValueError, match=r"ours lacks 1 of the reference's settings: \(T=100, beta=0.1, tau=1\)"):
+        cr.compare(ref, ours)
+
+
+def test_overall_by_hand(cr):
+    table = cr.compare(cr.summarize_settings(_runs(REF)), cr.summarize_settings(_runs(OURS)))
+    per_tau = cr.overall(table)
+    assert list(per_tau.index) == [1, 10]
+    row = per_tau.loc[1]
+    ref_se = [_se([1, 2, 3]), _se([0.1, 0.3])]
+    ours_se = [_se([2, 2, 2.5, 3.5]), _se([0.2, 0.4])]
+    assert row["num_settings"] == 2
+    assert row["ref_mean"] == pytest.approx((2.0 + 0.2) / 2)
+    assert row["ours_mean"] == pytest.approx((2.5 + 0.3) / 2)
+    assert row["ref_se"] == pytest.approx(math.sqrt(sum(s**2 for s in ref_se)) / 2)
+    assert row["ours_se"] == pytest.approx(math.sqrt(sum(s**2 for s in ours_se)) / 2)
+    assert row["ratio"] == pytest.approx(1.4 / 1.1)
+    assert row["z"] == pytest.approx((1.4 - 1.1) / math.sqrt(row["ref_se"] ** 2 + row["ours_se"] ** 2))
+    assert per_tau.loc[10, "num_settings"] == 1 and per_tau.loc[10, "ratio"] == pytest.approx(6 / 7)
+
+
+def _judge(cr, ref, ours):
+    table = cr.compare(cr.summarize_settings(_runs(ref)), cr.summarize_settings(_runs(ours)))
+    return cr.verdict(table, cr.overall(table))
+
+
+def test_verdict_holds_when_ratios_are_in_band_and_no_z_is_large(cr):
+    ref = {(10, 0.1, 1): [1.0, 2.0, 3.0], (10, 0.1, 10): [10.0, 20.0, 30.0]}
+    ours = {(10, 0.1, 1): [1.1, 2.1, 3.1], (10, 0.1, 10): [9.0, 19.0, 29.0]}  # ratios 1.05, 0.95
+    holds, reasons = _judge(cr, ref, ours)
+    assert holds
+    assert reasons[0] == "tau 1 ratio 1.050 within [0.85, 1.15]"
+    assert reasons[1] == "tau 10 ratio 0.950 within [0.85, 1.15]"
+    assert reasons[2].startswith("no setting with |z| > 3")
+
+
+def test_verdict_fails_on_a_ratio_outside_the_band(cr):
+    ref = {(10, 0.1, 1): [1.0, 2.0, 3.0], (10, 0.1, 10): [10.0, 20.0, 30.0]}
+    ours = {(10, 0.1, 1): [1.0, 2.0, 3.0], (10, 0.1, 10): [12.0, 24.0, 36.0]}  # tau 10 ratio 1.2, z small
+    holds, reasons = _judge(cr, ref, ours)
+    assert not holds
+    assert "tau 10 ratio 1.200 OUTSIDE [0.85, 1.15]" in reasons
+
+
+def test_verdict_fails_on_one_large_z_even_when_ratios_are_in_band(cr):
+    # setting (100, 0.1, 1) is far off with tiny errors; (10, 0.1, 1) dominates the tau-1 mean
+    ref = {(10, 0.1, 1): [10.0, 20.0, 30.0], (100, 0.1, 1): [0.10, 0.11, 0.12], (10, 0.1, 10): [1.0, 2.0, 3.0]}
+    ours = {(10, 0.1, 1): [10.0, 20.0, 30.0], (100, 0.1, 1): [0.20, 0.21, 0.22], (10, 0.1, 10): [1.0, 2.0, 3.0]}
+    holds, reasons = _judge(cr, ref, ours)
+    assert not holds
+    z = 0.1 / math.sqrt(2 * _se([0.1, 0.11, 0.12]) ** 2)
+    assert reasons[-1] == f"1 setting(s) with |z| > 3: T=100 beta=0.1 tau=1 (z {z:+.2f})"
+    assert "tau 1 ratio" in reasons[0] and "within" in reasons[0]
+
+
+def test_verdict_judges_the_taus_present_and_fails_on_undefined_z(cr):
+    holds, reasons = _judge(cr, {(10, 0.1, 10): [1.0, 2.0]}, {(10, 0.1, 10): [1.0, 2.0, 1.5]})
+    assert holds and reasons[0] == "tau 1 not in the reference for this agent"
+    holds, reasons = _judge(cr, {(10, 0.1, 10): [1.0]}, {(10, 0.1, 10): [1.0, 2.0]})
+    assert not holds and "undefined z" in reasons[-1]
+    holds, reasons = _judge(cr, {(10, 0.1, 5): [1.0, 2.0]}, {(10, 0.1, 5): [1.0, 2.0]})
+    assert not holds and reasons == ["no tau in [1, 10] to judge (the comparison has tau [5])"]
+
+
+def _reference_csv(path: Path) -> Path:
+    rows = []
+    for agent, m, taus in (("mlp", 1, (1, 10)), ("ensemble+", 30, (10,))):
+        for tau in taus:
+            for t in (10, 100):
+                for s in range(3):
+                    rows.append({"problem_id": f"classification_2d/{len(rows)}", "agent": agent, "num_ensemble": m,
+                                 "tau": tau, "num_train": t, "temperature": 0.1, "problem_seed": s,
+                                 "kl_estimate": 0.1 * tau * (1 + s) / t, "kl_std_error": 0.01, "test_acc": 0.9})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_reference_runs_filters_the_agent_and_ensemble_size(cr, tmp_path):
+    reference = pd.read_csv(_reference_csv(tmp_path / "ref.csv"))
+    runs, size = cr.reference_runs(reference, "mlp")
+    assert size is None and len(runs) == 12 and set(runs["tau"]) == {1, 10}
+    runs, size = cr.reference_runs(reference, "ensemble+")
+    assert size == 30 and len(runs) == 6 and set(runs["tau"]) == {10}
+    with pytest.raises(ValueError, match=r"only with --num-ensemble in \[30\], got 10"):
+        cr.reference_runs(reference, "ensemble+", 10)
+    with pytest.raises(ValueError, match="--num-ensemble is only for ensemble agents"):
+        cr.reference_runs(reference, "mlp", 3)
+    with pytest.raises(ValueError, match="the reference has no rows for agent 'dropout'"):
+        cr.reference_runs(reference, "dropout")
+    sweep = cr.reference_sweep(runs, num_seeds=20)
+    assert {(s.input_dim, s.num_train, s.temperature) for s in sweep.settings} == {(2, 10, 0.1), (2, 100, 0.1)}
+    assert [(d.tau, d.kappa) for d in sweep.designs] == [(10, None)] and sweep.num_seeds == 20
+
+
+def test_main_compares_a_saved_ours_file(cr, tmp_path, capsys):
+    reference = _reference_csv(tmp_path / "ref.csv")
+    ours = pd.read_csv(reference).query("agent == 'mlp'")
+    ours = ours.rename(columns={"problem_seed": "seed", "kl_estimate": "kl"}).assign(kappa=None, input_dim=2)
+    ours.to_csv(tmp_path / "ours.csv", index=False)
+    assert cr.main(["--reference", str(reference), "--ours", str(tmp_path / "ours.csv")]) == 0
+    printed = capsys.readouterr().out
+    assert "verdict: acceptance HOLDS" in printed and "ref median" in printed
+    ours.assign(kl=ours["kl"] * 2).to_csv(tmp_path / "ours.csv", index=False)
+    assert cr.main(["--reference", str(reference), "--ours", str(tmp_path / "ours.csv")]) == 1
+    assert "verdict: acceptance FAILS" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--agent", "nope"], "--agent must be one of"),
+        (["--seeds", "0"], "--seeds must be an integer >= 1, got 0"),
+        (["--seeds", "2"], "--seeds must be >= the reference's seeds per setting (3), got 2"),
+        (["--set", "bogus=1"], "unknown hyperparameter(s) ['bogus'] for agent 'mlp'"),
+        (["--ours", "missing.csv"], "ours file not found"),
+        (["--ours", "missing.csv", "--seeds", "30"], "--seeds: only when running ours, not with --ours"),
+    ],
+)
+def test_bad_input_is_a_one_line_error(cr, tmp_path, capsys, argv, message):
+    reference = _reference_csv(tmp_path / "ref.csv")
+    assert cr.main(["--reference", str(reference), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("compare_reference: error: ") and message in err and err.count("\n") == 1
+
+
+def test_a_missing_reference_file_says_where_to_get_it(cr, tmp_path, capsys):
+    assert cr.main(["--reference", str(tmp_path / "none.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "reference file not found" in err and "shared/reference/" in err and "--reference FILE" in err
+
+
+def test_main_runs_ours_on_the_reference_settings_and_saves(cr, tmp_path, capsys):
+    reference = _reference_csv(tmp_path / "ref.csv")
+    frame = pd.read_csv(reference).query("agent == 'mlp' and num_train == 10").assign(agent="uniform")
+    frame.to_csv(reference, index=False)
+    save = tmp_path / "ours.csv"
+    argv = ["--reference", str(reference), "--agent", "uniform", "--seeds", "3", "--num-test", "20",
+            "--num-models", "4", "--save", str(save), "--no-progress"]
+    assert cr.main(argv) in (0, 1)
+    printed = capsys.readouterr().out
+    assert "running uniform on 1 settings x 2 designs x 3 seeds" in printed and "verdict: acceptance" in printed
+    saved = pd.read_csv(save)
+    assert len(saved) == 6 and set(saved["tau"]) == {1, 10} and set(saved["seed"]) == {0, 1, 2}
+    # the same comparison again from the saved file, without running
+    assert cr.main(["--reference", str(reference), "--agent", "uniform", "--ours", str(save)]) in (0, 1)
+    again = capsys.readouterr().out
+    assert again.split("per setting:")[1] == printed.split("per setting:")[1]
