@@ -450,3 +450,33 @@ def test_analyze_command(tmp_path, capsys):
     assert "dkl_10" in out and "report.md" in out
     with pytest.raises(SystemExit):
         parser.parse_args(["analyze", str(tmp_path), "--resamples", "0"])
+
+
+def _result(low, high, n=7):
+    from decision_bench.analysis.correlation import CorrelationResult
+
+    mid = (low + high) / 2
+    return CorrelationResult(mid, low, high, mid, low, high, n)
+
+
+@pytest.mark.parametrize(
+    "joint, marginal, phrase",
+    [
+        ((0.2, 0.9), (-0.5, 0.6), "reproduces the papers' headline"),
+        ((0.2, 0.9), (0.1, 0.8), "only half of the papers' headline"),
+        ((-0.4, 0.7), (-0.5, 0.6), "does NOT show the papers' headline"),
+        ((-0.9, -0.2), (0.1, 0.8), "does NOT show the papers' headline"),
+    ],
+)
+def test_headline_states_plainly_whether_the_papers_finding_holds(joint, marginal, phrase):
+    from decision_bench.analysis.pipeline import headline
+
+    levels = {
+        "agent_seed": {"dkl_1": _result(0.3, 0.9, 30), "dkl_10": _result(0.3, 0.9, 30)},
+        "agent": {"dkl_1": _result(*marginal), "dkl_10": _result(*joint)},
+    }
+    text = headline(levels)
+    assert phrase in text
+    assert "agent points, n = 7" in text  # the agent level leads, not the agent_seed one
+    # without the agent level the next level answers
+    assert "n = 30" in headline({"agent_seed": levels["agent_seed"]})

@@ -163,7 +163,10 @@ NUM_COIN_MODELS = 10_000  # coin models are cheap; a tight MC bound
 
 def test_exact_posterior_agent_matches_closed_form_kl():
     num_coins, num_test = 5, 200
-    problem = make_testbed_problem("coins", num_coins, num_train=20, tau=10, seed=4)
+    # An instance whose d_KL (about 1.0) is large against the Monte Carlo bound (about
+    # 0.06), so the comparison below is informative; problem keys depend on (seed, d, T,
+    # beta) since the reference-matching change, so seed 4 no longer draws such a bag.
+    problem = make_testbed_problem("coins", num_coins, num_train=20, tau=10, seed=1)
     a, b = beta_posterior(problem.train_data.x, problem.train_data.y)
     key = jax.random.key(3)
     result = estimate_kl(beta_sampler(a, b), problem, key, num_test, NUM_COIN_MODELS)

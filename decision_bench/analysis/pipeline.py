@@ -267,6 +267,39 @@ def _level_summary(level: str, results: dict[str, CorrelationResult]) -> str:
     return sentence
 
 
+# The level whose points answer the papers' question (does an agent that predicts
+# jointly better decide better?), most direct first; the headline uses the first present.
+HEADLINE_LEVELS = ("agent", "agent_seed_relative", "agent_seed")
+
+
+def headline(levels: dict[str, dict[str, CorrelationResult]]) -> str:
+    """One plain paragraph: does d_KL^10 correlate significantly positively with regret
+    while d_KL^1 does not, at the level that answers the papers' question."""
+    level = next((lv for lv in HEADLINE_LEVELS if levels.get(lv)), None)
+    if level is None:
+        return "No correlation could be computed (too few points)."
+    results = levels[level]
+    joint, marginal = results.get("dkl_10"), results.get("dkl_1")
+    if joint is None or marginal is None:
+        return f"At the {LEVEL_TITLES[level]} level, d_KL^10 or d_KL^1 could not be correlated (too few points)."
+    j, m = verdict(joint), verdict(marginal)
+    reproduced = j == POSITIVE and m != POSITIVE
+    text = (
+        f"**Headline ({LEVEL_TITLES[level]}, n = {joint.n}).** Joint d_KL^10 vs regret: {j} "
+        f"(Pearson log {_fmt(joint.pearson_log)} [{_fmt(joint.pearson_ci_low)}, {_fmt(joint.pearson_ci_high)}]); "
+        f"marginal d_KL^1 vs regret: {m} "
+        f"(Pearson log {_fmt(marginal.pearson_log)} [{_fmt(marginal.pearson_ci_low)}, {_fmt(marginal.pearson_ci_high)}]). "
+    )
+    if reproduced:
+        return text + "This run reproduces the papers' headline: joint prediction quality predicts regret, marginal does not."
+    if j == POSITIVE:
+        return text + "Joint quality predicts regret, but so does marginal quality: only half of the papers' headline."
+    return text + (
+        "This run does NOT show the papers' headline (d_KL^10 significantly positively correlated with regret); "
+        "see the per-agent table below for which agents break the ordering."
+    )
+
+
 def render_report(
     results,
     joined: pd.DataFrame,
@@ -287,7 +320,7 @@ def render_report(
     if results and all(isinstance(r, CorrelationResult) for r in results.values()):
         results = {"agent_seed": results}
     levels = {level: results[level] for level in LEVELS if results.get(level)}
-    lines = ["# Does joint prediction quality predict regret?", ""]
+    lines = ["# Does joint prediction quality predict regret?", "", headline(levels), ""]
     lines.append(
         "The papers' hypothesis is a positive correlation: agents with higher testbed d_KL (worse predictions) "
         "have higher bandit regret. A correlation is called significantly positive or significantly negative "

@@ -10,6 +10,8 @@ fitted agent is evaluated on.
 - ``highdim``: paper 001's sweep: d in {2, 10, 100}, T = lambda * d with
   lambda in {1, 10, 100, 1000}, beta in {0.01, 0.1, 0.5}; tau 1, tau 10 iid
   and tau 10 with kappa 2 (dyadic); 5 seeds.
+- ``standard``: d = 2, T in {1, 10, 100, 1000}, beta in {0.01, 0.1, 0.5}; tau 1,
+  tau 10 iid and tau 10 dyadic; 5 seeds (the ``standard`` preset's testbed).
 - ``quick``: d = 2, T in {10, 100}, beta = 0.1, tau 1 and tau 10 (iid and
   dyadic), 3 seeds: a few minutes on 2 cores, for demos and tests.
 
@@ -163,7 +165,24 @@ def custom_sweep(
     return Sweep(name, settings, designs, num_seeds=num_seeds)
 
 
-_SWEEPS: dict[str, Callable[[], Sweep]] = {"paper2d": paper2d, "highdim": highdim, "quick": quick}
+def standard() -> Sweep:
+    """A laptop-sized slice of ``paper2d`` for the ``standard`` preset: d = 2, every
+    temperature, T in {1, 10, 100, 1000}, tau 1, tau 10 iid and tau 10 dyadic, 5 seeds."""
+    settings = tuple(
+        TestbedSetting(input_dim=2, num_train=t, temperature=beta)
+        for beta in (0.01, 0.1, 0.5)
+        for t in (1, 10, 100, 1000)
+    )
+    designs = (TestDesign(1), TestDesign(10), TestDesign(10, 2))
+    return Sweep("standard", settings, designs, num_seeds=5)
+
+
+_SWEEPS: dict[str, Callable[[], Sweep]] = {
+    "paper2d": paper2d,
+    "highdim": highdim,
+    "quick": quick,
+    "standard": standard,
+}
 SWEEP_NAMES = tuple(sorted(_SWEEPS))
 
 
