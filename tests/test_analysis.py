@@ -480,3 +480,24 @@ def test_headline_states_plainly_whether_the_papers_finding_holds(joint, margina
     assert "agent points, n = 7" in text  # the agent level leads, not the agent_seed one
     # without the agent level the next level answers
     assert "n = 30" in headline({"agent_seed": levels["agent_seed"]})
+
+
+def test_testbed_table_is_a_stratified_mean_with_hand_computed_standard_errors():
+    from decision_bench.analysis.tables import table2_side_by_side
+
+    rows = []
+    # two settings with 2 seeds each; tau 1 rows carry accuracy and ece
+    for t, kls in ((10, (1.0, 3.0)), (100, (0.5, 0.5))):
+        for seed, kl in enumerate(kls):
+            base = {"agent": "mlp", "input_dim": 2, "num_train": t, "temperature": 0.1, "seed": seed}
+            rows.append({**base, "tau": 1, "kappa": np.nan, "kl": kl, "accuracy": 0.8, "ece": 0.1})
+            rows.append({**base, "tau": 10, "kappa": np.nan, "kl": 10 * kl, "accuracy": 0.8, "ece": 0.1})
+    table = table2_side_by_side(pd.DataFrame(rows)).set_index("agent")
+    # setting means 2.0 and 0.5 -> 1.25; setting se: std(1, 3)/sqrt(2) = 1, 0 -> sqrt(1)/2
+    assert table.loc["mlp", "dkl_1"] == pytest.approx(1.25)
+    assert table.loc["mlp", "dkl_1_se"] == pytest.approx(0.5)
+    assert table.loc["mlp", "dkl_10"] == pytest.approx(12.5)
+    assert table.loc["mlp", "accuracy"] == pytest.approx(0.8)
+    assert table.loc["mlp", "settings"] == 2
+    assert table.loc["mlp", "paper_dkl_10"] == pytest.approx(1.367)
+    assert "dkl_10_kappa2" not in table.columns  # not measured here

@@ -10,6 +10,7 @@ Outputs:
   DIR/joined.csv        the (metric, agent, seed) points that were correlated,
                         with their relative values (kl_relative, regret_relative)
   DIR/joined_agents.csv the (metric, agent) points of the agent level
+  DIR/table2.csv        per-agent testbed averages beside paper 000's Table 2
   DIR/fig*.png|pdf      Figs. 2, 5, 7, 8, 9 of paper 000, and fig10 (agent level)
   DIR/report.md         the conclusions in numbers
 
@@ -42,6 +43,7 @@ import pandas as pd
 
 from decision_bench.analysis.correlation import MIN_POINTS, CorrelationResult, correlate
 from decision_bench.analysis.figures import all_figures, normalised_kl_table
+from decision_bench.analysis.tables import TABLE2_METRICS, table2_side_by_side
 from decision_bench.analysis.join import (
     BANDIT_COLUMNS,
     METRICS,
@@ -373,6 +375,21 @@ def render_report(
         seeds = joined.groupby("agent")["seed"].nunique()
     summary_table = wide.assign(regret=regret, seeds=seeds).reset_index()
     lines += [_markdown_table(summary_table), ""]
+    table2 = table2_side_by_side(testbed)
+    if not table2.empty:
+        shown = ["agent", "settings"] + [
+            c for m in (*TABLE2_METRICS, "dkl_10_kappa2") for c in (m, f"{m}_se", f"paper_{m}") if c in table2
+        ]
+        lines += [
+            "## Testbed averages beside paper 000's Table 2",
+            "",
+            "Stratified means over this run's testbed settings (standard errors over seeds); paper 000's "
+            "Table 2 averages its whole 2-D sweep (T in {1, ..., 1000}, all three temperatures), so the "
+            "levels are comparable only when this run covers the same settings.",
+            "",
+            _markdown_table(table2[shown]),
+            "",
+        ]
     normalised = normalised_kl_table(testbed)
     if not normalised.empty:
         pivot = normalised.pivot_table(index="agent", columns="metric", values="normalised").reset_index()
@@ -419,6 +436,7 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
             table.to_csv(directory / "correlations.csv", index=False)
             joined.to_csv(directory / "joined.csv", index=False)
             agents.to_csv(directory / "joined_agents.csv", index=False)
+            table2_side_by_side(testbed).to_csv(directory / "table2.csv", index=False)
             figures = all_figures(testbed, bandit, joined, levels["agent_seed"], directory, agents, levels["agent"])
     finally:
         # Re-issued even when an error follows: the warnings often explain it.
