@@ -58,6 +58,28 @@ def _items(mapping: Mapping[str, Mapping[str, Any]]) -> tuple:
     return tuple(sorted((k, tuple(sorted(v.items()))) for k, v in mapping.items()))
 
 
+def _laptop_preset(
+    name: str, sweep: str, *, num_test: int, bandit_steps: int, bandit_seeds: int
+) -> Preset:
+    """The core agents with 30-member ensembles on the d = 2 testbed ``sweep`` (5 seeds,
+    1000 model draws) and the d = 2, 40-action, beta = 0.1 neural bandit."""
+    members = _items({"ensemble": {"num_ensemble": 30}, "ensemble+": {"num_ensemble": 30}})
+    return Preset(
+        name=name,
+        agents=CORE_AGENTS,
+        testbed_sweeps=(sweep,),
+        testbed_seeds=5,
+        num_test=num_test,
+        num_models=1000,
+        testbed_overrides=members,
+        bandit_env="NeuralBandit-v0",
+        bandit_env_kwargs=(("input_dim", 2), ("num_actions", 40), ("temperature", 0.1)),
+        bandit_steps=bandit_steps,
+        bandit_seeds=bandit_seeds,
+        bandit_overrides=members,
+    )
+
+
 def get_preset(name: str) -> Preset:
     """The preset called ``name``: "demo" (< 5 min on 2 cores), "quick" (< 30 min),
     "standard" (the headline at laptop size, <= 60 min), "paper"."""
@@ -70,36 +92,9 @@ def get_preset(name: str) -> Preset:
         # saves on is breadth: two training set sizes at one temperature, 5 seeds,
         # 3000 bandit steps, and 500 test samples; 1000 model draws keep the joint
         # likelihoods of the sampling agents honest.
-        members = {"ensemble": {"num_ensemble": 30}, "ensemble+": {"num_ensemble": 30}}
-        return Preset(
-            name="demo",
-            agents=CORE_AGENTS,
-            testbed_sweeps=("demo",),
-            testbed_seeds=5,
-            num_test=500,
-            num_models=1000,
-            testbed_overrides=_items(members),
-            bandit_env="NeuralBandit-v0",
-            bandit_env_kwargs=(("input_dim", 2), ("num_actions", 40), ("temperature", 0.1)),
-            bandit_steps=3000,
-            bandit_seeds=5,
-            bandit_overrides=_items(members),
-        )
+        return _laptop_preset("demo", "demo", num_test=500, bandit_steps=3000, bandit_seeds=5)
     if name == "quick":
-        return Preset(
-            name="quick",
-            agents=CORE_AGENTS,
-            testbed_sweeps=("quick",),
-            testbed_seeds=5,
-            num_test=1000,
-            num_models=1000,
-            testbed_overrides=_items({"ensemble": {"num_ensemble": 30}, "ensemble+": {"num_ensemble": 30}}),
-            bandit_env="NeuralBandit-v0",
-            bandit_env_kwargs=(("input_dim", 2), ("num_actions", 40), ("temperature", 0.1)),
-            bandit_steps=5000,
-            bandit_seeds=5,
-            bandit_overrides=_items({"ensemble": {"num_ensemble": 30}, "ensemble+": {"num_ensemble": 30}}),
-        )
+        return _laptop_preset("quick", "quick", num_test=1000, bandit_steps=5000, bandit_seeds=5)
     if name == "standard":
         # Settings fixed before any result of this preset was seen. Every core agent at
         # its paper defaults except the ensemble size: 100-member ensembles cost about
@@ -109,21 +104,7 @@ def get_preset(name: str) -> Preset:
         # sweep covers all three temperatures, T from 1 to 1000, tau 1 / 10 iid / 10
         # dyadic, 5 seeds; the bandit is d = 2 (paper 000 Figs. 16-17: the finding
         # holds for d = 2) with 10 seeds and 10,000 steps.
-        members = {"ensemble": {"num_ensemble": 30}, "ensemble+": {"num_ensemble": 30}}
-        return Preset(
-            name="standard",
-            agents=CORE_AGENTS,
-            testbed_sweeps=("standard",),
-            testbed_seeds=5,
-            num_test=1000,
-            num_models=1000,
-            testbed_overrides=_items(members),
-            bandit_env="NeuralBandit-v0",
-            bandit_env_kwargs=(("input_dim", 2), ("num_actions", 40), ("temperature", 0.1)),
-            bandit_steps=10_000,
-            bandit_seeds=10,
-            bandit_overrides=_items(members),
-        )
+        return _laptop_preset("standard", "standard", num_test=1000, bandit_steps=10_000, bandit_seeds=10)
     return Preset(
         name="paper",
         agents=CORE_AGENTS + ("sgmcmc",),
