@@ -510,3 +510,18 @@ def test_ensemble_members_are_drawn_with_replacement_each_step():
     # 20,000 Bernoulli-ish indicators, weakly dependent within a row: 5 standard errors
     assert abs(idle - expected) < 5 * math.sqrt(expected * (1 - expected) / 200)
     np.testing.assert_array_equal(ensemble.member_weights(keys[0], 4, "all"), np.full(4, 0.25))
+
+
+def test_released_code_bandit_weight_is_linear_in_beta():
+    """The reference code's bandit L2: lambda * 2 * beta / (M t); the paper's: 2 sqrt(beta)."""
+    linear = decayed_weight(3.0, 50.0, input_dim=2, temperature=0.1, mode="sequential_linear_beta", num_members=4)
+    paper = decayed_weight(3.0, 50.0, input_dim=2, temperature=0.1, mode="sequential", num_members=4)
+    assert float(linear) == pytest.approx(3.0 * 2 * 0.1 / (4 * 50))
+    assert float(paper) == pytest.approx(3.0 * 2 * math.sqrt(0.1) / (4 * 50))
+    spec = ProblemSpec(input_dim=2, num_classes=2, temperature=0.1)
+    config = agents.config("epinet", regularization="sequential_linear_beta")
+    from decision_bench.agents import epinet
+
+    assert float(epinet.l2_weight(spec, config, jnp.float32(50.0))) == pytest.approx(
+        config.l2 * 2 * 0.1 / 50
+    )

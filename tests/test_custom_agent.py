@@ -67,8 +67,8 @@ def test_custom_agent_runs_through_testbed_bandit_and_analysis_and_resumes(agent
     assert set(testbed["agent"]) == {"mlp", "anchored_linear"}
     assert set(bandit["agent"]) == {"mlp", "anchored_linear"}
     mine = testbed[testbed["agent"] == "anchored_linear"]
-    # 2 settings x 3 designs x 3 seeds, every d_KL a finite estimate
-    assert len(mine) == 18 and np.all(np.isfinite(mine["kl"]))
+    # the demo sweep's 1 setting x 3 designs x 3 seeds, every d_KL a finite estimate
+    assert len(mine) == 9 and np.all(np.isfinite(mine["kl"]))
     assert set(result.correlations["metric"]) >= {"dkl_1", "dkl_10"}
     assert (out / "report.md").exists() and (out / "correlations.csv").exists()
 

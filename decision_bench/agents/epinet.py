@@ -112,7 +112,7 @@ def l2_weight(spec: ProblemSpec, config: EpinetConfig, num_seen: jax.Array) -> j
         num_seen,
         input_dim=spec.input_dim,
         temperature=spec.temperature,
-        mode="sequential",
+        mode=config.regularization,
     )
 
 

@@ -37,6 +37,7 @@ def _stratified(rows: pd.DataFrame, column: str) -> tuple[float, float, int]:
 def testbed_table(testbed: pd.DataFrame) -> pd.DataFrame:
     """One row per agent: mean and se of accuracy, ECE, d_KL^1, d_KL^10 (iid) and, where
     measured, d_KL^{10, kappa=2}, plus the number of settings averaged."""
+    testbed = testbed.reset_index(drop=True)  # masks below align on a unique index
     kappa = testbed["kappa"] if "kappa" in testbed else pd.Series(np.nan, index=testbed.index)
     iid = kappa.isna()
     selections = {
@@ -51,7 +52,7 @@ def testbed_table(testbed: pd.DataFrame) -> pd.DataFrame:
     for agent, frame in testbed.groupby("agent", sort=False):
         row: dict = {"agent": agent}
         for metric, mask in selections.items():
-            chosen = frame[mask.loc[frame.index]]
+            chosen = frame[mask.loc[frame.index].to_numpy()]
             if chosen.empty or source[metric] not in chosen:
                 continue
             mean, se, settings = _stratified(chosen, source[metric])
