@@ -178,6 +178,12 @@ def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
         prior_axis = 0 if plus else None
         return jax.vmap(member_forward, (0, prior_axis, None))(state.params, prior_params, x)
 
+    def init_prior(key: jax.Array) -> tuple:
+        """One member's fixed prior network (enn's nonzero_bias=True initialisation)."""
+        return init_mlp_layers(
+            key, prior_sizes, first_bias_std=spec.input_dim**-0.5, first_bias_truncated=True
+        )
+
     def init(key: jax.Array, spec_: ProblemSpec | None = None) -> Any:
         check_same_spec(spec_, spec)
         k_net, k_prior, k_boot = jax.random.split(key, 3)
@@ -189,13 +195,7 @@ def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
         return EnsemblePlusState(
             params=params,
             opt_state=opt_state,
-            prior_params=jax.vmap(
-                lambda k: init_mlp_layers(
-                    k, prior_sizes, first_bias_std=spec.input_dim**-0.5, first_bias_truncated=True
-                )
-            )(
-                jax.random.split(k_prior, num_members)
-            ),
+            prior_params=jax.vmap(init_prior)(jax.random.split(k_prior, num_members)),
             bootstrap_weights=bootstrap_weights(
                 k_boot, config.bootstrap, (num_members, weights_length)
             ),
