@@ -5,7 +5,8 @@ Two doors onto one set of pure functions:
 - ``run_bandit``: the whole experiment compiled. Time is a ``jax.lax.scan``,
   seeds are a ``jax.vmap`` axis, and the scan runs in chunks (``chunk_size``
   steps) so that a progress bar advances and the carry is saved after each
-  chunk; ``resume=True`` continues from the last saved chunk.
+  chunk; running again with the same ``out_dir`` continues from the last
+  saved chunk (``resume=False`` starts over).
 - ``ThompsonPolicy``: the conventional path, driven by the user in a plain
   Gymnasium loop (``a = policy.act(obs); obs2, r, ... = env.step(a);
   policy.observe(obs, a, r)``). It calls the same ``BanditLoop.act`` and
@@ -56,10 +57,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import io
 import json
 import os
-import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -68,13 +70,16 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from decision_bench._src.files import atomic_write, atomic_write_text
 from decision_bench._validation import check_choice, check_int, check_positive
 from decision_bench.agents.base import Agent, Batch, params_are_finite
 from decision_bench.agents.beta_bernoulli import ConjugateAgent
-from decision_bench.envs.bandits import BanditParams, BanditState, make_bandit
+from decision_bench.envs.bandits import BanditParams, BanditState, BernoulliBandit, make_bandit
 from decision_bench.specs import ProblemSpec
 
 POLICIES = ("thompson", "greedy", "uniform")
+# Registered agents whose model assumes one-hot arm features (a coin per arm).
+ONE_HOT_AGENTS = ("beta_bernoulli",)
 UPDATE_MODES = ("replay", "online")
 COLUMNS = (
     "agent",
@@ -110,6 +115,7 @@ _TAG_LEARN = 2
 
 _STATE_FILE = "bandit_state.npz"
 _CONFIG_FILE = "bandit_config.json"
+_PREVIOUS_STATE_FILE = "bandit_state.prev.npz"
 
 
 # ----------------------------------------------------------------------------
@@ -443,6 +449,11 @@ def make_loop(
     greedy_samples = check_int("greedy_samples", greedy_samples, 1)
     learning_rate = check_positive("learning_rate", learning_rate)
     env, env_id = _resolve_env(env_id_or_config, env_kwargs)
+    if isinstance(agent, str) and agent in ONE_HOT_AGENTS and not isinstance(env, BernoulliBandit):
+        raise ValueError(
+            f"agent {agent!r} is the exact posterior for one-hot arm features and runs only on "
+            f"BernoulliBandit-v0; {env_id} has continuous features (use e.g. mlp or ensemble+)"
+        )
     built = _resolve_agent(agent, bandit_spec(env, replay_capacity), learning_rate, agent_kwargs)
     if update_mode is None:
         update_mode = "online" if isinstance(built, ConjugateAgent) else "replay"
@@ -494,44 +505,118 @@ def _from_numpy(template: Any, arrays: list[np.ndarray]) -> Any:
     return jax.tree.unflatten(treedef, restored)
 
 
-def _atomic_write(path: Path, write: Callable[[Any], None], mode: str) -> None:
-    """Writes through a temporary file in the same folder, then renames it over path."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    with os.fdopen(fd, mode) as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+class DamagedCheckpoint(Exception):
+    """A checkpoint file that cannot be used; the message says why."""
+
+
+def _checkpoint_digest(arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 over every array's name, dtype, shape and bytes, in name order."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
 
 
 def _save_checkpoint(
-    out_dir: Path, carry: SeedCarry, t: int, wall_seconds: float, logged: np.ndarray
+    out_dir: Path, config: dict, carry: SeedCarry, t: int, wall_seconds: float, logged: np.ndarray
 ) -> None:
+    """Writes the carry, progress and config as one self-checking npz.
+
+    The config travels inside the file, so state and config can never be paired
+    wrongly. The previous state is kept as ``bandit_state.prev.npz`` until the new
+    one is in place: if the newest file is ever found damaged, the run continues
+    from the one before instead of from step 0.
+    """
     arrays = {f"leaf_{i:05d}": a for i, a in enumerate(_to_numpy(carry))}
     arrays["t"] = np.asarray(t, np.int64)
     arrays["wall_seconds"] = np.asarray(wall_seconds, np.float64)
-    arrays["logged"] = logged
-    _atomic_write(out_dir / _STATE_FILE, lambda f: np.savez(f, **arrays), "wb")
+    arrays["logged"] = np.asarray(logged, np.float64)
+    arrays["config"] = np.asarray(json.dumps(config, sort_keys=True))
+    arrays["sha256"] = np.asarray(_checkpoint_digest(arrays))
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    data = buffer.getvalue()
+    state, previous = out_dir / _STATE_FILE, out_dir / _PREVIOUS_STATE_FILE
+    if state.exists():
+        # Copied, not renamed: at every instant both names hold a complete file.
+        old = state.read_bytes()
+        atomic_write(previous, lambda handle: handle.write(old))
+    atomic_write(state, lambda handle: handle.write(data))
+    # The human-readable copy; never read back, so it cannot be damaged usefully.
+    atomic_write_text(out_dir / _CONFIG_FILE, json.dumps(config, indent=1, sort_keys=True) + "\n")
 
 
-def _load_checkpoint(out_dir: Path, template: SeedCarry) -> tuple[SeedCarry, int, float, np.ndarray]:
-    with np.load(out_dir / _STATE_FILE) as data:
-        names = sorted(k for k in data.files if k.startswith("leaf_"))
-        carry = _from_numpy(template, [data[k] for k in names])
-        return carry, int(data["t"]), float(data["wall_seconds"]), np.array(data["logged"])
+def _read_checkpoint(
+    path: Path, template: SeedCarry, num_steps: int
+) -> tuple[dict, SeedCarry, int, float, np.ndarray]:
+    """(config, carry, t, wall seconds, logged) of one file; DamagedCheckpoint if
+    it is unreadable, fails its checksum, or holds values no run writes."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: np.array(data[name]) for name in data.files}
+    except Exception as error:  # noqa: BLE001 - zip, pickle and format errors all mean "damaged"
+        raise DamagedCheckpoint(f"unreadable ({type(error).__name__}: {error})") from None
+    if "sha256" not in arrays or "config" not in arrays:
+        raise DamagedCheckpoint("no checksum (written by an older version or by hand)")
+    stored = str(arrays.pop("sha256"))
+    if _checkpoint_digest(arrays) != stored:
+        raise DamagedCheckpoint("checksum mismatch")
+    try:
+        config = json.loads(str(arrays["config"]))
+        t, wall, logged = int(arrays["t"]), float(arrays["wall_seconds"]), arrays["logged"]
+        names = sorted(k for k in arrays if k.startswith("leaf_"))
+        carry = _from_numpy(template, [arrays[k] for k in names])
+    except (KeyError, ValueError, TypeError) as error:
+        raise DamagedCheckpoint(f"does not fit this run ({error})") from None
+    if not 0 < t <= num_steps or logged.ndim != 2 or not np.all(np.isfinite(logged)):
+        # Regrets stay finite even for a seed that failed (its regret freezes), so
+        # a NaN here never came from a run.
+        raise DamagedCheckpoint("progress values out of range (non-finite regret or bad step)")
+    return config, carry, t, wall, logged
 
 
-def _check_saved_config(out_dir: Path, config: dict) -> bool:
-    """True if a checkpoint of this config exists; raises if one of another config does."""
-    config_path = out_dir / _CONFIG_FILE
-    if not config_path.exists() or not (out_dir / _STATE_FILE).exists():
-        return False
-    saved = json.loads(config_path.read_text())
+def _config_difference(saved: dict, config: dict) -> str:
     differ = sorted(k for k in set(saved) | set(config) if saved.get(k) != config.get(k))
-    if differ:
-        detail = "; ".join(f"{k}: saved {saved.get(k)!r}, now {config.get(k)!r}" for k in differ)
-        raise ValueError(f"resume=True, but {out_dir} holds a run with another config ({detail})")
-    return True
+    return "; ".join(f"{k}: saved {saved.get(k)!r}, now {config.get(k)!r}" for k in differ)
+
+
+def _load_checkpoint(
+    out_dir: Path, config: dict, template: SeedCarry, num_steps: int
+) -> tuple[SeedCarry, int, float, np.ndarray] | None:
+    """The newest usable saved state of this config, or None if there is none.
+
+    A damaged file is named in a warning and moved aside to ``<name>.damaged``
+    (kept for inspection, never read again); the older state is tried next. A
+    sound checkpoint of another config raises ValueError naming every argument
+    that differs: resuming it would mix two experiments.
+    """
+    for name in (_STATE_FILE, _PREVIOUS_STATE_FILE):
+        path = out_dir / name
+        if not path.exists():
+            continue
+        try:
+            saved, carry, t, wall, logged = _read_checkpoint(path, template, num_steps)
+        except DamagedCheckpoint as why:
+            os.replace(path, path.with_name(path.name + ".damaged"))
+            warnings.warn(
+                f"checkpoint {path} is damaged ({why}); discarding it (kept as "
+                f"{path.name}.damaged) and continuing from the last good state or step 0",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            continue
+        if saved != config:
+            raise ValueError(
+                f"{out_dir} holds a saved run with other arguments ({_config_difference(saved, config)}); "
+                "give the same arguments to resume it, start over with --restart (resume=False "
+                "in Python) or choose another output folder"
+            )
+        return carry, t, wall, logged
+    return None
 
 
 # ----------------------------------------------------------------------------
@@ -558,7 +643,7 @@ def run_bandit(
     *,
     chunk_size: int = 1000,
     out_dir: str | os.PathLike | None = None,
-    resume: bool = False,
+    resume: bool | None = None,
     progress: bool = True,
     env_kwargs: dict | None = None,
     agent_kwargs: dict | None = None,
@@ -580,9 +665,13 @@ def run_bandit(
       replay_capacity: see the module docstring. log_every: a row every
       log_every steps and at the last step (default: num_steps // 100).
     chunk_size: steps per compiled call; the carry is saved after each chunk to
-      ``out_dir`` (if given), and ``resume=True`` continues a saved run of the
-      same config (a different config is refused) and returns the same rows as
-      an uninterrupted run. callback(t) is called after each chunk.
+      ``out_dir`` (if given). resume: None (default) continues a run saved in
+      ``out_dir`` with the same config, if there is one, and returns the same
+      rows as an uninterrupted run; a saved run of another config is refused
+      with the differing arguments named, never overwritten. True is the same
+      but needs ``out_dir``; False discards the saved run and starts over. A
+      damaged checkpoint is reported, set aside and replaced by the previous
+      one (or step 0). callback(t) is called after each chunk.
     update_mode: "replay" or "online"; None picks "online" for a
       ``ConjugateAgent`` and "replay" otherwise.
 
@@ -638,15 +727,14 @@ def run_bandit(
     out_path = None if out_dir is None else Path(out_dir)
     if out_path is not None:
         out_path.mkdir(parents=True, exist_ok=True)
-        if resume and _check_saved_config(out_path, config):
-            carry, t, previous_wall, logged = _load_checkpoint(out_path, carry)
+        if resume is False:
+            # The caller asked to start over: only now is saved progress removed.
+            for name in (_STATE_FILE, _PREVIOUS_STATE_FILE):
+                (out_path / name).unlink(missing_ok=True)
         else:
-            # Starting afresh: drop any older state first, so that an interruption
-            # before the first save cannot pair it with this run's config.
-            (out_path / _STATE_FILE).unlink(missing_ok=True)
-            _atomic_write(
-                out_path / _CONFIG_FILE, lambda f: f.write(json.dumps(config, indent=1)), "w"
-            )
+            saved = _load_checkpoint(out_path, config, carry, num_steps)
+            if saved is not None:
+                carry, t, previous_wall, logged = saved
     bar = tqdm(
         total=num_steps,
         initial=t,
@@ -666,7 +754,7 @@ def run_bandit(
             t += length
             if out_path is not None:
                 wall = previous_wall + time.perf_counter() - start
-                _save_checkpoint(out_path, carry, t, wall, logged)
+                _save_checkpoint(out_path, config, carry, t, wall, logged)
             bar.update(length)
             if callback is not None:
                 callback(t)

@@ -1,13 +1,15 @@
 """``decision-bench bandit``: Thompson-sampling experiments from the command line.
 
     decision-bench bandit --agents mlp,ensemble+ --env NeuralBandit-v0 --input-dim 2 \\
-        --num-actions 40 --temperature 0.1 --steps 10000 --seeds 5 --out DIR [--resume]
+        --num-actions 40 --temperature 0.1 --steps 10000 --seeds 5 --out DIR
 
 writes DIR/bandit.csv (the rows of ``run_bandit`` for every agent) and
 DIR/bandit_regret.png (mean cumulative regret against time, with a band of one
 standard error over seeds). Each agent's run is checkpointed after every chunk
-under DIR/checkpoints/<agent>/, so ``--resume`` continues where an interrupted
-command stopped.
+under DIR/checkpoints/<agent>/, so running the same command again continues
+where an interrupted one stopped; --restart discards the saved runs and starts
+over. A saved run with other arguments is never overwritten: the command stops
+and names the arguments that differ.
 
     decision-bench bandit --env ClassificationBandit-v0 --dataset iris --agents logistic,mlp \\
         --steps 2000 --seeds 5 --out DIR
@@ -20,12 +22,12 @@ digits; needs scikit-learn) or a .csv / .npz file; the rows get a dataset column
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
+
+from decision_bench._src.console import HelpFormatter, print_error
+from decision_bench._src.files import atomic_write, atomic_write_text, check_output_dir
 
 CSV_NAME = "bandit.csv"
 FIGURE_NAME = "bandit_regret.png"
@@ -37,9 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "bandit",
         help="Thompson sampling in the neural bandit (regret curves per agent)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
-    p.add_argument("--agents", default="mlp", help="comma-separated agent names (default: mlp)")
+    p.add_argument("--agents", default="mlp", help="comma-separated agent names")
     p.add_argument(
         "--env",
         default="NeuralBandit-v0",
@@ -50,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="ClassificationBandit-v0 only: iris, wine, breast_cancer, digits, or a .csv/.npz file",
     )
     p.add_argument("--input-dim", type=int, help="input dimension d (neural bandits)")
-    p.add_argument("--num-actions", type=int, help="actions (default 20 d; 10 for Bernoulli)")
+    p.add_argument("--num-actions", type=int, help="actions (None: 20 d; 10 for Bernoulli)")
     p.add_argument("--temperature", type=float, help="the prior's beta (neural bandits)")
     p.add_argument("--steps", type=int, default=10_000, help="time steps per seed")
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..n-1, run together")
@@ -65,12 +67,20 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         default=None,
         help="decayed L2 weight: 'sequential' = lambda 2 sqrt(beta) / t (paper 000, App. E.2), "
         "'sequential_linear_beta' = lambda 2 beta / t (the released reference code); "
-        "default: decision_bench.bandit.DEFAULT_REGULARIZATION",
+        "None: decision_bench.bandit.DEFAULT_REGULARIZATION",
     )
-    p.add_argument("--log-every", type=int, default=None, help="a row every n steps")
+    p.add_argument("--log-every", type=int, default=None, help="a row every n steps (None: steps // 100)")
     p.add_argument("--chunk-size", type=int, default=1000, help="steps per compiled call")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--resume", action="store_true", help="continue the runs saved in --out")
+    resume = p.add_mutually_exclusive_group()
+    resume.add_argument(
+        "--restart", action="store_true", help="discard the runs saved in --out and start over"
+    )
+    resume.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the runs saved in --out (what happens anyway; kept for old scripts)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     p.set_defaults(func=run_command)
     return p
@@ -92,45 +102,49 @@ def _safe_name(name: str) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from decision_bench.bandit import run_bandit
+    from decision_bench.bandit import make_loop, run_bandit
 
     agents = [a.strip() for a in args.agents.split(",") if a.strip()]
     if not agents:
-        print("error: --agents must name at least one agent", file=sys.stderr)
+        print_error("--agents must name at least one agent")
         return 2
-    out = Path(args.out)
-    frames = []
-    for agent in agents:
-        # A ValueError is bad input (unknown agent, env, policy; a value out of
-        # range): report it as the command's error instead of a traceback.
-        try:
-            frames.append(
-                run_bandit(
-                    agent,
-                    args.env,
-                    args.steps,
-                    args.seeds,
-                    policy=args.policy,
-                    steps_per_obs=args.steps_per_obs,
-                    batch_size=args.batch_size,
-                    replay_capacity=args.replay_capacity,
-                    learning_rate=args.learning_rate,
-                    log_every=args.log_every,
-                    chunk_size=args.chunk_size,
-                    out_dir=out / "checkpoints" / _safe_name(agent),
-                    resume=args.resume,
-                    progress=not args.no_progress,
-                    env_kwargs=_env_kwargs(args),
-                    agent_kwargs=(
-                        {"regularization": args.regularization}
-                        if getattr(args, "regularization", None)
-                        else None
-                    ),
-                )
+    run_kwargs = dict(
+        policy=args.policy,
+        steps_per_obs=args.steps_per_obs,
+        batch_size=args.batch_size,
+        replay_capacity=args.replay_capacity,
+        learning_rate=args.learning_rate,
+        env_kwargs=_env_kwargs(args),
+    )
+    agent_kwargs = (
+        {"regularization": args.regularization} if getattr(args, "regularization", None) else None
+    )
+    # A ValueError is bad input (unknown agent, env, policy; a value out of range;
+    # an --out that is a file). Every agent and the output folder are checked
+    # before the first one runs, so a typo in the last name costs no minutes.
+    try:
+        for agent in agents:
+            make_loop(agent, args.env, agent_kwargs=agent_kwargs, **run_kwargs)
+        out = check_output_dir(args.out)
+        frames = [
+            run_bandit(
+                agent,
+                args.env,
+                args.steps,
+                args.seeds,
+                log_every=args.log_every,
+                chunk_size=args.chunk_size,
+                out_dir=out / "checkpoints" / _safe_name(agent),
+                resume=False if getattr(args, "restart", False) else None,
+                progress=not args.no_progress,
+                agent_kwargs=agent_kwargs,
+                **run_kwargs,
             )
-        except ValueError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
+            for agent in agents
+        ]
+    except ValueError as error:
+        print_error(str(error))
+        return 2
     df = pd.concat(frames, ignore_index=True)
     if getattr(args, "dataset", None) is not None:
         # run_bandit's rows name the env id only; keep which data set was played.
@@ -151,12 +165,8 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
-    """Writes atomically: a temporary file in the same folder, then a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        df.to_csv(f, index=False)
-    os.replace(tmp, path)
+    """Writes atomically (see ``_src/files.py``)."""
+    atomic_write_text(path, df.to_csv(index=False))
 
 
 def plot_regret(df: pd.DataFrame, path: Path) -> None:
@@ -186,6 +196,5 @@ def plot_regret(df: pd.DataFrame, path: Path) -> None:
     ax.set_ylabel("cumulative regret")
     ax.legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=120))
     plt.close(fig)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from decision_bench._src import console
+
 
 def build_parser() -> argparse.ArgumentParser:
     from decision_bench import __version__, bandit_command, reproduce
@@ -33,19 +35,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs one subcommand; returns the exit status (0, 2 for bad input).
+
+    Called as the ``decision-bench`` program (argv None), it also installs the
+    interrupt exit (Ctrl-C ends at once with 130, see ``_src/console.py``); called
+    from Python with an argv list, signals are left to the caller.
+    """
+    if argv is None:
+        console.install_interrupt_exit()
+    console.install_warning_printer()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print(
-            "\ninterrupted: finished cells and chunks are saved; run the same command again to resume",
-            file=sys.stderr,
-        )
+        print(f"\n{console.INTERRUPTED}", file=sys.stderr)
         return 130
     except ValueError as error:
         # Bad input: a clear message without a traceback.
-        print(f"decision-bench: error: {error}", file=sys.stderr)
+        console.print_error(str(error))
         return 2
 
 

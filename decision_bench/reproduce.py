@@ -26,6 +26,8 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
+from decision_bench._src.console import HelpFormatter
+from decision_bench._src.files import atomic_write_text, check_output_dir
 from decision_bench._validation import check_choice, check_int
 
 PRESET_NAMES = ("demo", "quick", "standard", "paper")
@@ -200,6 +202,7 @@ class CellRunner:
 
     out_dir: str
     custom_agents: tuple = ()  # ((name, agent file path), ...)
+    progress: bool = True  # the bandit runs' step bars
 
     def _custom(self, name: str):
         paths = dict(self.custom_agents)
@@ -254,7 +257,7 @@ class CellRunner:
             agent_kwargs=dict(cell.agent_config) or None,
             out_dir=str(Path(self.out_dir) / "bandit_runs" / cell.id),
             resume=True,
-            progress=True,
+            progress=self.progress,
         )
 
 
@@ -286,17 +289,23 @@ def reproduce(
     if clash:
         raise ValueError(f"agent_file NAME(s) {clash} clash with registered agents; rename them")
     all_agents = chosen + tuple(n for n, _ in custom)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(out, "out")
     cells = build_cells(preset, all_agents)
     store = ResultsStore(out / "cells")
     start = time.perf_counter()
     # Computes (or finds stored) every cell; the tables are read back per kind below.
-    run_sweep(cells, CellRunner(str(out), custom), store, executor=executor, address=address, progress=progress)
+    run_sweep(
+        cells,
+        CellRunner(str(out), custom, progress),
+        store,
+        executor=executor,
+        address=address,
+        progress=progress,
+    )
     testbed = store.load([c for c in cells if c.kind == "testbed"])
     bandit = store.load([c for c in cells if c.kind == "bandit"])
-    testbed.to_csv(out / "testbed.csv", index=False)
-    bandit.to_csv(out / "bandit.csv", index=False)
+    atomic_write_text(out / "testbed.csv", testbed.to_csv(index=False))
+    atomic_write_text(out / "bandit.csv", bandit.to_csv(index=False))
     result = analyze(out, num_resamples=num_resamples, seed=0)
     run_info = {
         "preset": dataclasses.asdict(preset),
@@ -305,7 +314,7 @@ def reproduce(
         "versions": package_versions(),
         "seconds_this_session": round(time.perf_counter() - start, 1),
     }
-    (out / "run.json").write_text(json.dumps(run_info, indent=1, default=str))
+    atomic_write_text(out / "run.json", json.dumps(run_info, indent=1, default=str))
     return result
 
 
@@ -345,7 +354,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         ("reproduce", "testbed + bandit + analysis, resumable (the papers' headline result)"),
         ("demo", "what `make demo` runs: reproduce --preset demo"),
     ):
-        p = subparsers.add_parser(name, help=help_text, description=help_text)
+        p = subparsers.add_parser(
+            name, help=help_text, description=help_text, formatter_class=HelpFormatter
+        )
         if name == "reproduce":
             p.add_argument("--preset", default="demo", choices=PRESET_NAMES,
                            help="demo: < 5 min on 2 cores; quick: < 30 min; standard: the papers' headline "
@@ -358,6 +369,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         p.add_argument("--executor", default="local", choices=("local", "ray"))
         p.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
         p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+        p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
         p.set_defaults(func=_run, preset_name="demo" if name == "demo" else None)
     return p
 
@@ -366,7 +378,7 @@ def _run(args: argparse.Namespace) -> int:
     preset = args.preset_name or args.preset
     agents = tuple(a.strip() for a in args.agents.split(",") if a.strip()) if args.agents else None
     check_int("resamples", args.resamples, 1)
-    out = Path(args.out)
+    out = check_output_dir(args.out)
     print(f"decision-bench reproduce --preset {preset}: writing to {out}/ (re-run to resume)", file=sys.stderr)
     result = reproduce(
         preset,
@@ -376,6 +388,7 @@ def _run(args: argparse.Namespace) -> int:
         executor=args.executor,
         address=args.address,
         num_resamples=args.resamples,
+        progress=not args.no_progress,
     )
     _print_summary(out, result, preset if isinstance(preset, str) else None)
     return 0

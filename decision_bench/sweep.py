@@ -41,13 +41,14 @@ import json
 import math
 import os
 import re
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+
+from decision_bench._src.files import atomic_write_text
 
 __all__ = [
     "Cell",
@@ -338,24 +339,9 @@ class ResultsStore:
             "sha256": checksum,
             "table": table,
         }
-        text = json.dumps(payload, separators=(",", ":"))
-        self.directory.mkdir(parents=True, exist_ok=True)
-        target = self.path(cell)
-        # The temporary file lives in the same directory so os.replace is a rename
-        # on one file system (atomic), not a copy. Its name starts with "." and does
-        # not end in .json, so load_all never mistakes it for a result.
-        fd, tmp = tempfile.mkstemp(prefix=f".{cell.id}.", suffix=".tmp", dir=self.directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return target
+        # atomic_write's temporary file starts with "." and does not end in .json,
+        # so load_all never mistakes one left by kill -9 for a result.
+        return atomic_write_text(self.path(cell), json.dumps(payload, separators=(",", ":")))
 
     # -- reading
 

@@ -1,0 +1,106 @@
+"""Real signals sent to the command line: a clean exit (130 / 143) within moments,
+and nothing saved is lost, whether the signal comes mid-compile, mid-run or as
+kill -9."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+COMMAND = [sys.executable, "-m", "decision_bench.cli"]
+# Longer than any of these tiny runs could take, so a signal always finds it running.
+LONG_BANDIT = ["bandit", "--agents", "mlp", "--env", "BernoulliBandit-v0", "--num-actions", "4",
+               "--batch-size", "8", "--steps", "200000", "--chunk-size", "50", "--seeds", "1",
+               "--no-progress"]
+SHORT_BANDIT = ["bandit", "--agents", "mlp", "--env", "BernoulliBandit-v0", "--num-actions", "4",
+                "--batch-size", "8", "--steps", "300", "--chunk-size", "50", "--seeds", "1",
+                "--log-every", "50", "--no-progress"]
+
+
+def _start(args):
+    return subprocess.Popen(COMMAND + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(path: Path, process, timeout=120.0):
+    """Waits until ``path`` exists (the run has saved something)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def _signal_and_wait(process, signum):
+    """Sends signum; returns (exit status, stderr, seconds until exit)."""
+    sent = time.monotonic()
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    return process.returncode, err, time.monotonic() - sent
+
+
+def test_ctrl_c_during_the_first_compile_exits_130_at_once(tmp_path):
+    process = _start(LONG_BANDIT + ["--out", str(tmp_path)])
+    # The command is importing or compiling: nothing is saved yet.
+    _wait_for(tmp_path / "checkpoints" / "mlp", process)
+    assert not (tmp_path / "checkpoints" / "mlp" / "bandit_state.npz").exists()
+    status, err, seconds = _signal_and_wait(process, signal.SIGINT)
+    assert status == 130, err
+    assert "interrupted" in err and "run the same command again" in err
+    assert "Traceback" not in err
+    assert seconds < 2.0
+
+
+def test_sigterm_mid_run_exits_143_and_the_same_command_resumes(tmp_path):
+    state = tmp_path / "checkpoints" / "mlp" / "bandit_state.npz"
+    process = _start(LONG_BANDIT + ["--out", str(tmp_path)])
+    _wait_for(state, process)
+    status, err, seconds = _signal_and_wait(process, signal.SIGTERM)
+    assert status == 143, err
+    assert seconds < 2.0
+    import numpy as np
+
+    with np.load(state) as data:
+        saved_steps = int(data["t"])
+    assert saved_steps >= 50
+    # The same command again continues (it refuses nothing and keeps the steps).
+    again = _start(LONG_BANDIT + ["--out", str(tmp_path)])
+    deadline = time.monotonic() + 120
+    while True:
+        with np.load(state) as data:
+            if int(data["t"]) > saved_steps:
+                break
+        assert again.poll() is None, again.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    status, err, _ = _signal_and_wait(again, signal.SIGINT)
+    assert status == 130, err
+
+
+def test_kill_9_then_the_same_command_finishes_with_the_uninterrupted_rows(tmp_path):
+    fresh = subprocess.run(COMMAND + SHORT_BANDIT + ["--out", str(tmp_path / "fresh")],
+                           capture_output=True, text=True, timeout=300)
+    assert fresh.returncode == 0, fresh.stderr
+    killed = tmp_path / "killed"
+    process = _start(SHORT_BANDIT[:-1] + ["--steps", "200000", "--out", str(killed)])
+    _wait_for(killed / "checkpoints" / "mlp" / "bandit_state.npz", process)
+    process.kill()
+    process.communicate()
+    # Another length is another experiment: it is refused, naming the argument.
+    other = subprocess.run(COMMAND + SHORT_BANDIT + ["--out", str(killed)],
+                           capture_output=True, text=True, timeout=300)
+    assert other.returncode == 2
+    assert other.stderr.startswith("decision-bench: error:") and "num_steps" in other.stderr
+    assert "--restart" in other.stderr
+    # --restart starts over and gives what an uninterrupted run gives.
+    again = subprocess.run(COMMAND + SHORT_BANDIT + ["--out", str(killed), "--restart"],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    columns = ["agent", "seed", "step", "cumulative_regret", "final_regret"]
+    pd.testing.assert_frame_equal(pd.read_csv(killed / "bandit.csv")[columns],
+                                  pd.read_csv(tmp_path / "fresh" / "bandit.csv")[columns])
