@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 from decision_bench._src import console
 
@@ -43,9 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     """
     if argv is None:
         console.install_interrupt_exit()
-    console.install_warning_printer()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    # Restored on return, so a call from Python leaves the caller's warning setup alone.
+    with warnings.catch_warnings():
+        console.install_warning_printer()
+        return _run(build_parser().parse_args(argv))
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -61,6 +61,14 @@ def test_out_that_is_not_writable_is_one_line(tmp_path, capsys):
     assert "is not writable" in line
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
+def test_out_that_cannot_be_created_is_one_line(capsys):
+    # Not even root can make a folder in /proc.
+    assert cli.main(TINY_BANDIT + ["--agents", "mlp", "--out", "/proc/decision-bench-x/y"]) == 2
+    (line,) = _error_lines(capsys)
+    assert line.startswith("decision-bench: error: --out '/proc/decision-bench-x/y' cannot be created")
+
+
 def test_results_follow_the_umask(tmp_path):
     previous = os.umask(0o027)
     try:

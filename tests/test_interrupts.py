@@ -104,3 +104,14 @@ def test_kill_9_then_the_same_command_finishes_with_the_uninterrupted_rows(tmp_p
     columns = ["agent", "seed", "step", "cumulative_regret", "final_regret"]
     pd.testing.assert_frame_equal(pd.read_csv(killed / "bandit.csv")[columns],
                                   pd.read_csv(tmp_path / "fresh" / "bandit.csv")[columns])
+
+
+def test_ctrl_c_mid_cell_of_reproduce_exits_130(tmp_path):
+    out = tmp_path / "demo"
+    process = _start(["reproduce", "--preset", "demo", "--no-progress", "--out", str(out)])
+    _wait_for(out, process)  # the folder is made before the first cell starts
+    time.sleep(3.0)  # inside the first cell: importing, compiling or fitting
+    status, err, seconds = _signal_and_wait(process, signal.SIGINT)
+    assert status == 130, err
+    assert "run the same command again" in err and "Traceback" not in err
+    assert seconds < 2.0
