@@ -1,6 +1,8 @@
 """Analysis of testbed and bandit results: joins, correlations, figures, report.
 
 The entry point is `analyze(directory)`; the pieces are public for notebooks.
+`read_testbed` and `read_bandit` read and check results files (required and
+optional columns: decision_bench.analysis.inputs).
 matplotlib (the `plot` extra) is imported only when a figure is drawn.
 """
 
@@ -12,6 +14,14 @@ from decision_bench.analysis.correlation import (
     pearson_log,
     spearman,
 )
+from decision_bench.analysis.inputs import (
+    BANDIT_REQUIRED,
+    TESTBED_REQUIRED,
+    check_bandit,
+    check_testbed,
+    read_bandit,
+    read_testbed,
+)
 from decision_bench.analysis.join import (
     BANDIT_COLUMNS,
     METRICS,
@@ -20,6 +30,7 @@ from decision_bench.analysis.join import (
     bandit_final_regret,
     join_regret,
     relative_points,
+    run_final_regret,
     testbed_metric_by_seed,
 )
 from decision_bench.analysis.pipeline import (
@@ -34,22 +45,29 @@ from decision_bench.analysis.pipeline import (
 __all__ = [
     "AnalysisResult",
     "BANDIT_COLUMNS",
+    "BANDIT_REQUIRED",
     "CORRELATION_COLUMNS",
     "CorrelationResult",
     "LEVELS",
     "METRICS",
     "TESTBED_COLUMNS",
+    "TESTBED_REQUIRED",
     "agent_level_points",
     "analyze",
     "bandit_final_regret",
     "bootstrap_correlations",
+    "check_bandit",
+    "check_testbed",
     "correlate",
     "correlation_levels",
     "correlation_table",
     "join_regret",
     "pearson",
     "pearson_log",
+    "read_bandit",
+    "read_testbed",
     "relative_points",
+    "run_final_regret",
     "spearman",
     "testbed_metric_by_seed",
 ]

@@ -16,8 +16,10 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from decision_bench._src.files import atomic_write
 from decision_bench.analysis.correlation import CorrelationResult
-from decision_bench.analysis.join import METRIC_LABELS, _finite_kl, metric_rows
+from decision_bench.analysis.inputs import failed_rows
+from decision_bench.analysis.join import METRIC_LABELS, _finite_kl, metric_rows, present
 
 __all__ = [
     "plot_agent_regret_vs_kl",
@@ -43,11 +45,13 @@ def _new_figure(width: float, height: float, ncols: int = 1):
 
 
 def _save(fig, directory: Path, stem: str) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for fmt in FORMATS:
-        path = directory / f"{stem}.{fmt}"
-        fig.savefig(path, dpi=150 if fmt == "png" else None)
+        # Atomically: an interrupted savefig leaves the previous figure, not half a file.
+        path = atomic_write(
+            Path(directory) / f"{stem}.{fmt}",
+            lambda handle, fmt=fmt: fig.savefig(handle, format=fmt, dpi=150 if fmt == "png" else None),
+        )
         paths.append(path)
     return paths
 
@@ -67,7 +71,9 @@ def normalised_kl_table(testbed: pd.DataFrame) -> pd.DataFrame:
     """Per-agent mean d_KL divided by mlp's, for tau = 1 and tau = 10 (iid).
 
     Returns columns metric, agent, mean, stderr, normalised, normalised_stderr,
-    n (rows averaged: problems x seeds). Empty if mlp has no rows.
+    n (rows averaged: problems x seeds). A metric is left out when mlp has no
+    rows for it or its mean is not > 0 (noisy estimates of a d_KL near 0 can
+    average below 0, and a ratio to such a mean means nothing).
     """
     out = []
     for metric in ("dkl_1", "dkl_10"):
@@ -75,7 +81,7 @@ def normalised_kl_table(testbed: pd.DataFrame) -> pd.DataFrame:
         if rows.empty:
             continue
         stats = rows.groupby(rows["agent"].astype(str))["kl"].agg(["mean", "std", "size"])
-        if "mlp" not in stats.index:
+        if "mlp" not in stats.index or not stats.loc["mlp", "mean"] > 0:
             continue
         ref = stats.loc["mlp", "mean"]
         stderr = stats["std"].fillna(0.0) / np.sqrt(stats["size"])
@@ -101,7 +107,7 @@ def plot_normalised_kl(testbed: pd.DataFrame, directory: Path, stem: str = "fig2
     """Fig. 2: per-agent d_KL^1 and d_KL^10 normalised so that mlp = 1, +-1 stderr."""
     table = normalised_kl_table(testbed)
     if table.empty:
-        return _skip(stem, "needs testbed rows for agent 'mlp' with tau 1 or 10")
+        return _skip(stem, "needs testbed rows for agent 'mlp' with tau 1 or 10 and a mean d_KL > 0")
     agents = _agent_order(table["agent"])
     metrics = [m for m in ("dkl_1", "dkl_10") if m in set(table["metric"])]
     fig, (ax,) = _new_figure(max(5.0, 0.8 * len(agents) + 2), 3.5)
@@ -173,12 +179,14 @@ def plot_prior_functions(
 
     Uses the paper's medium-SNR problems (temperature 0.1) when the table has
     them, otherwise all temperatures; means over the remaining problems and seeds
-    with +-1 stderr.
+    with +-1 stderr. Needs the num_train column (T, the x axis).
     """
     agents = [a for a in ("ensemble", "ensemble+") if a in set(testbed["agent"].astype(str))]
     if not agents:
         return _skip(stem, "needs testbed rows for 'ensemble' or 'ensemble+'")
-    temps = pd.to_numeric(testbed["temperature"], errors="coerce")
+    if "num_train" not in testbed.columns:
+        return _skip(stem, "needs the testbed column num_train")
+    temps = pd.to_numeric(testbed.get("temperature", pd.Series(np.nan, index=testbed.index)), errors="coerce")
     subset = testbed[np.isclose(temps, temperature)]
     note = f"temperature {temperature:g}"
     if subset.empty:
@@ -207,23 +215,19 @@ def plot_prior_functions(
 def plot_regret_curves(bandit: pd.DataFrame, directory: Path, stem: str = "fig7_regret_curves") -> list[Path]:
     """Fig. 7: mean cumulative regret against time per agent, +-1 stderr over seeds.
 
-    One panel per bandit setting (env, input_dim, num_actions, temperature).
-    Failed runs (non-empty `error`) are left out.
+    One panel per bandit setting (those of env, input_dim, num_actions,
+    temperature the table has; one panel without them). Failed runs (non-empty
+    `error`) are left out.
     """
-    rows = bandit
-    if "error" in rows.columns:
-        err = rows["error"]
-        rows = rows[~(err.notna() & (err.astype(str).str.strip() != ""))]
+    rows = bandit[~failed_rows(bandit)]
     if rows.empty:
         return _skip(stem, "no successful bandit runs")
-    settings_cols = ["env", "input_dim", "num_actions", "temperature"]
-    settings = rows[settings_cols].drop_duplicates().sort_values(settings_cols)
-    fig, axes = _new_figure(4.5 * len(settings), 3.5, ncols=len(settings))
-    for ax, (_, setting) in zip(axes, settings.iterrows()):
-        mask = np.ones(len(rows), dtype=bool)
-        for col in settings_cols:
-            mask &= (rows[col] == setting[col]).to_numpy()
-        sub = rows[mask]
+    settings_cols = present(rows, ["env", "input_dim", "num_actions", "temperature"])
+    panels = list(rows.groupby(settings_cols, dropna=False, sort=True)) if settings_cols else [((), rows)]
+    symbols = {"env": "", "input_dim": "d=", "num_actions": "N=", "temperature": "beta="}
+    fig, axes = _new_figure(4.5 * len(panels), 3.5, ncols=len(panels))
+    for ax, (values, sub) in zip(axes, panels):
+        setting = dict(zip(settings_cols, values if isinstance(values, tuple) else (values,)))
         for agent in _agent_order(sub["agent"]):
             curve = sub[sub["agent"].astype(str) == agent].groupby("step")["cumulative_regret"]
             stats = curve.agg(["mean", "std", "size"]).sort_index()
@@ -232,11 +236,7 @@ def plot_regret_curves(bandit: pd.DataFrame, directory: Path, stem: str = "fig7_
             ax.fill_between(stats.index, stats["mean"] - err, stats["mean"] + err, alpha=0.2, color=line.get_color())
         ax.set_xlabel("time step t")
         ax.set_ylabel("cumulative regret")
-        ax.set_title(
-            f"{setting['env']}, d={setting['input_dim']}, N={setting['num_actions']}, "
-            f"beta={setting['temperature']}",
-            fontsize=9,
-        )
+        ax.set_title(", ".join(f"{symbols[c]}{v}" for c, v in setting.items()) or "all runs", fontsize=9)
         ax.legend(fontsize=7)
     return _save(fig, directory, stem)
 

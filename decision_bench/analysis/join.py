@@ -10,8 +10,10 @@ correspond to different random seeds for the testbed and sequential problems"):
    drop rows whose kl is not finite (with a warning), and average kl per
    (agent, seed) over the problems (input_dim, num_train, temperature).
 2. Bandit: drop runs whose `error` is non-empty (with a warning), take one
-   final_regret per run (agent, env, input_dim, num_actions, temperature, seed),
-   and average it per (agent, seed) over bandit settings if there are several.
+   final_regret per run (agent, seed and those of env, input_dim, num_actions,
+   temperature the table has; without a final_regret column, the
+   cumulative_regret of the run's last step), and average it per (agent, seed)
+   over bandit settings if there are several.
 3. Join per (agent, seed): each bandit point takes the testbed average of the same
    agent and seed. If the testbed has no rows for that seed, it takes the agent's
    testbed average over all its seeds instead, and `seed_matched` is False.
@@ -42,6 +44,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from decision_bench.analysis.inputs import (
+    BANDIT_REQUIRED,
+    BANDIT_SETTING_COLUMNS,
+    TESTBED_REQUIRED,
+    TESTBED_SETTING_COLUMNS,
+    failed_rows,
+    read_results_csv,
+)
+
 __all__ = [
     "BANDIT_COLUMNS",
     "METRICS",
@@ -53,17 +64,25 @@ __all__ = [
     "metric_rows",
     "read_table",
     "relative_points",
+    "run_final_regret",
     "testbed_metric_by_seed",
 ]
 
-# Columns the analysis reads (the tables may have more).
+# Columns the analysis reads (the tables may have more); which of them are
+# required and which optional: decision_bench.analysis.inputs.
 TESTBED_COLUMNS = ("agent", "input_dim", "num_train", "temperature", "tau", "kappa", "seed", "kl")
 BANDIT_COLUMNS = (
     "agent", "env", "input_dim", "num_actions", "temperature", "seed",
     "step", "cumulative_regret", "final_regret",
 )  # fmt: skip
-PROBLEM_COLUMNS = ("input_dim", "num_train", "temperature")
+PROBLEM_COLUMNS = TESTBED_SETTING_COLUMNS
 RUN_COLUMNS = ("agent", "env", "input_dim", "num_actions", "temperature", "seed")
+
+
+def present(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """Those of `columns` that `frame` has, in their order (for optional columns)."""
+    return [c for c in columns if c in frame.columns]
+
 
 # metric name -> (tau, kappa); kappa None means "iid test inputs" (kappa NaN),
 # "any" means the metric ignores kappa (marginals have no test-input structure).
@@ -80,22 +99,13 @@ METRIC_LABELS = {
 
 
 def read_table(path: str | Path, required: Sequence[str]) -> pd.DataFrame:
-    """Reads a CSV and checks it has the `required` columns.
+    """Reads a CSV and checks its structure and that it has the `required` columns.
 
-    Raises FileNotFoundError naming the file, or ValueError naming the file and
-    the missing columns.
+    Raises FileNotFoundError naming the file, or ValueError naming the file (and
+    the row or the missing columns): see inputs.read_results_csv. The values are
+    not checked; inputs.read_testbed and inputs.read_bandit check them too.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"results file not found: {path}")
-    try:
-        frame = pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{path} is empty (needs columns {list(required)})") from None
-    missing = [c for c in required if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{path} is missing columns {missing} (has {list(frame.columns)})")
-    return frame
+    return read_results_csv(path, required)[0]
 
 
 def _check_columns(frame: pd.DataFrame, required: Sequence[str], name: str) -> None:
@@ -156,13 +166,17 @@ def testbed_metric_by_seed(testbed: pd.DataFrame, metric: str) -> pd.DataFrame:
 
     Returns columns agent, seed, kl, num_problems (empty if the metric has no rows).
     """
-    _check_columns(testbed, TESTBED_COLUMNS, "testbed table")
+    _check_columns(testbed, TESTBED_REQUIRED, "testbed table")
     rows = _finite_kl(metric_rows(testbed, metric), metric)
     if rows.empty:
         return pd.DataFrame(columns=["agent", "seed", "kl", "num_problems"])
-    problems = rows.groupby("agent")[list(PROBLEM_COLUMNS)].apply(
-        lambda g: frozenset(map(tuple, g.drop_duplicates().to_numpy().tolist()))
-    )
+    # Without setting columns the agents' problems cannot be told apart, so not compared.
+    settings = present(rows, PROBLEM_COLUMNS)
+    problems = pd.Series(dtype=object)
+    if settings:
+        problems = rows.groupby("agent")[settings].apply(
+            lambda g: frozenset(map(tuple, g.drop_duplicates().to_numpy().tolist()))
+        )
     if problems.nunique() > 1:
         # Averages over different problem sets are not comparable across agents.
         warnings.warn(
@@ -177,27 +191,46 @@ def testbed_metric_by_seed(testbed: pd.DataFrame, metric: str) -> pd.DataFrame:
     return grouped
 
 
-def bandit_final_regret(bandit: pd.DataFrame) -> pd.DataFrame:
-    """One regret per (agent, seed): final_regret averaged over bandit settings.
+def run_final_regret(bandit: pd.DataFrame) -> pd.DataFrame:
+    """One row per bandit run: its run columns and final_regret.
 
-    Runs with a non-empty `error` are dropped with a warning. Returns columns
-    agent, seed, regret, num_runs.
+    A run is one (agent, seed) and bandit setting (those of env, input_dim,
+    num_actions, temperature the table has). final_regret is the table's column
+    (repeated on each log row of a run) when it has one, else the
+    cumulative_regret of the run's last step.
     """
-    _check_columns(bandit, BANDIT_COLUMNS, "bandit table")
+    _check_columns(bandit, BANDIT_REQUIRED, "bandit table")
+    keys = present(bandit, RUN_COLUMNS)
+    if "final_regret" in bandit.columns:
+        return bandit.groupby(keys, as_index=False, dropna=False)["final_regret"].last()
+    step = pd.to_numeric(bandit["step"], errors="coerce")
+    # A stable sort keeps the file order among equal steps; tail(1), unlike
+    # last(), keeps a NaN final value instead of skipping to an earlier step.
+    last = bandit.assign(_step=step).sort_values("_step", kind="stable").groupby(keys, dropna=False).tail(1)
+    runs = last[keys].assign(final_regret=last["cumulative_regret"].to_numpy())
+    return runs.sort_values(keys, kind="stable", ignore_index=True)
+
+
+def bandit_final_regret(bandit: pd.DataFrame) -> pd.DataFrame:
+    """One regret per (agent, seed): each run's final regret averaged over bandit settings.
+
+    Needs columns agent, seed, step, cumulative_regret; final_regret, error and
+    the setting columns are optional (see run_final_regret). Runs with a
+    non-empty `error` are dropped with a warning. Returns columns agent, seed,
+    regret, num_runs.
+    """
+    _check_columns(bandit, BANDIT_REQUIRED, "bandit table")
     rows = bandit
-    if "error" in rows.columns:
-        err = rows["error"]
-        failed = err.notna() & (err.astype(str).str.strip() != "")
-        if failed.any():
-            runs = sorted(set(map(tuple, rows.loc[failed, ["agent", "seed"]].astype(str).to_numpy().tolist())))
-            warnings.warn(
-                f"dropping {len(runs)} failed bandit runs (agent, seed): {runs[:10]}",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            rows = rows.loc[~failed]
-    # final_regret is repeated on each log row of a run: one value per run.
-    runs = rows.groupby(list(RUN_COLUMNS), as_index=False, dropna=False)["final_regret"].last()
+    failed = failed_rows(rows)
+    if failed.any():
+        runs = sorted(set(map(tuple, rows.loc[failed, ["agent", "seed"]].astype(str).to_numpy().tolist())))
+        warnings.warn(
+            f"dropping {len(runs)} failed bandit runs (agent, seed): {runs[:10]}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        rows = rows.loc[~failed]
+    runs = run_final_regret(rows)
     regret = pd.to_numeric(runs["final_regret"], errors="coerce")
     bad = ~np.isfinite(regret.to_numpy(dtype=float))
     if bad.any():
@@ -207,9 +240,10 @@ def bandit_final_regret(bandit: pd.DataFrame) -> pd.DataFrame:
             stacklevel=2,
         )
         runs = runs.loc[~bad]
-    if runs[["env", "input_dim", "num_actions", "temperature"]].drop_duplicates().shape[0] > 1:
+    settings = present(runs, BANDIT_SETTING_COLUMNS)
+    if settings and runs[settings].drop_duplicates().shape[0] > 1:
         warnings.warn(
-            "bandit table has several settings (env, input_dim, num_actions, temperature); "
+            f"bandit table has several settings ({', '.join(settings)}); "
             "final regret is averaged over them per agent and seed",
             RuntimeWarning,
             stacklevel=2,
@@ -268,7 +302,7 @@ def agent_level_points(testbed: pd.DataFrame, joined: pd.DataFrame) -> pd.DataFr
 
     Returns columns metric, agent, kl, regret, num_testbed_rows, num_bandit_seeds.
     """
-    _check_columns(testbed, TESTBED_COLUMNS, "testbed table")
+    _check_columns(testbed, TESTBED_REQUIRED, "testbed table")
     columns = ["metric", "agent", "kl", "regret", "num_testbed_rows", "num_bandit_seeds"]
     pieces = []
     for metric in METRICS:

@@ -1,8 +1,9 @@
 """`analyze(directory)`: correlations, figures and report from a results directory.
 
-Inputs (see decision_bench.analysis.join for the columns read):
+Inputs (see decision_bench.analysis.inputs for the required and optional columns):
   DIR/testbed.csv   one row per (agent, problem, seed) testbed evaluation
   DIR/bandit.csv    one row per (bandit run, log point)
+Both are checked in full (structure and values) before anything is written.
 Outputs:
   DIR/correlations.csv  metric, pearson_log, pearson_ci_low, pearson_ci_high,
                         spearman, spearman_ci_low, spearman_ci_high, n, level;
@@ -13,6 +14,9 @@ Outputs:
   DIR/table2.csv        per-agent testbed averages beside paper 000's Table 2
   DIR/fig*.png|pdf      Figs. 2, 5, 7, 8, 9 of paper 000, and fig10 (agent level)
   DIR/report.md         the conclusions in numbers
+All outputs are written to a hidden folder in DIR first and moved into place
+only when every one is complete (report.md last): a failure part way leaves the
+previous outputs as they were.
 
 Levels (the `level` column of correlations.csv):
   agent_seed           points = (agent, seed): testbed d_KL of seed s averaged over
@@ -41,17 +45,17 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from decision_bench._src.files import atomic_write_text, check_output_dir
 from decision_bench.analysis.correlation import MIN_POINTS, CorrelationResult, correlate
 from decision_bench.analysis.figures import all_figures, normalised_kl_table
+from decision_bench.analysis.inputs import read_bandit, read_testbed
+from decision_bench.analysis.outputs import staged_outputs
 from decision_bench.analysis.tables import TABLE2_METRICS, table2_side_by_side
 from decision_bench.analysis.join import (
-    BANDIT_COLUMNS,
     METRICS,
-    TESTBED_COLUMNS,
     agent_level_points,
     drop_nonfinite_kl,
     join_regret,
-    read_table,
     relative_points,
 )
 
@@ -411,9 +415,15 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
       num_resamples: bootstrap resamples per correlation (>= 1).
       seed: seed of the bootstrap Generators.
 
+    Both files are checked in full before any output is written, and the
+    outputs are moved into place together only when all are written (see the
+    module doc), so an error leaves DIR's previous outputs unchanged.
+
     Raises:
-      FileNotFoundError naming a missing file; ValueError naming missing columns
-      or saying that too few points exist to correlate.
+      FileNotFoundError naming a missing file; ValueError (one line) naming the
+      file, row and column of a malformed or out-of-range input (see
+      decision_bench.analysis.inputs), or saying that too few points exist to
+      correlate or that DIR is not writable.
     """
     if isinstance(num_resamples, bool) or not isinstance(num_resamples, (int, np.integer)) or num_resamples < 1:
         raise ValueError(f"num_resamples must be an integer >= 1, got {num_resamples!r}")
@@ -422,30 +432,43 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"results directory not found: {directory}")
+    # Every input is read and checked before the first output is written.
+    testbed_rows = read_testbed(directory / "testbed.csv")
+    bandit = read_bandit(directory / "bandit.csv")
+    check_output_dir(directory, flag="results directory")
     # Data-quality warnings (dropped rows, unmatched agents, skipped figures) are
     # recorded so the report lists them too, then re-issued to the caller.
     caught: list[warnings.WarningMessage] = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", RuntimeWarning)
-            testbed = drop_nonfinite_kl(read_table(directory / "testbed.csv", TESTBED_COLUMNS))
-            bandit = read_table(directory / "bandit.csv", BANDIT_COLUMNS)
-            joined = relative_points(join_regret(testbed, bandit))
-            agents = agent_level_points(testbed, joined)
-            table, levels = correlation_levels(joined, agents, num_resamples, int(seed))
-            table.to_csv(directory / "correlations.csv", index=False)
-            joined.to_csv(directory / "joined.csv", index=False)
-            agents.to_csv(directory / "joined_agents.csv", index=False)
-            table2_side_by_side(testbed).to_csv(directory / "table2.csv", index=False)
-            figures = all_figures(testbed, bandit, joined, levels["agent_seed"], directory, agents, levels["agent"])
-    finally:
-        # Re-issued even when an error follows: the warnings often explain it.
-        for record in caught:
-            warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
-    notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
-    report = directory / "report.md"
-    text = render_report(levels, joined, testbed, figures, int(num_resamples), int(seed), notes, agents)
-    report.write_text(text, encoding="utf-8")
+    with staged_outputs(directory, last=("report.md",)) as stage:
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RuntimeWarning)
+                testbed = drop_nonfinite_kl(testbed_rows)
+                joined = relative_points(join_regret(testbed, bandit))
+                agents = agent_level_points(testbed, joined)
+                table, levels = correlation_levels(joined, agents, num_resamples, int(seed))
+                tables = {
+                    "correlations.csv": table,
+                    "joined.csv": joined,
+                    "joined_agents.csv": agents,
+                    "table2.csv": table2_side_by_side(testbed),
+                }
+                for name, frame in tables.items():
+                    atomic_write_text(stage / name, frame.to_csv(index=False))
+                staged = all_figures(testbed, bandit, joined, levels["agent_seed"], stage, agents, levels["agent"])
+        finally:
+            # Re-issued even when an error follows: the warnings often explain it.
+            for record in caught:
+                warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
+        notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
+        figures = [directory / path.name for path in staged]  # where they are once moved
+        text = render_report(levels, joined, testbed, figures, int(num_resamples), int(seed), notes, agents)
+        atomic_write_text(stage / "report.md", text)
     return AnalysisResult(
-        correlations=table, joined=joined, figures=tuple(figures), report=report, agents=agents, levels=levels
+        correlations=table,
+        joined=joined,
+        figures=tuple(figures),
+        report=directory / "report.md",
+        agents=agents,
+        levels=levels,
     )

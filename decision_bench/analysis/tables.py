@@ -2,7 +2,8 @@
 
 ``testbed_table(testbed)`` averages each metric per agent over the testbed's
 settings as a stratified mean: a setting is one (input_dim, num_train,
-temperature); its mean and standard error are over seeds, the agent's figure is
+temperature; those the table has, all rows being one setting without them); its
+mean and standard error are over seeds, the agent's figure is
 the mean over settings and its standard error sqrt(sum of the settings' se^2) /
 number of settings (settings have independent environments). Accuracy and ECE
 come from the tau = 1 rows (they are computed once per fitted agent).
@@ -29,7 +30,9 @@ _SETTING = ["input_dim", "num_train", "temperature"]
 
 def _stratified(rows: pd.DataFrame, column: str) -> tuple[float, float, int]:
     """(mean over settings of per-setting means, its standard error, settings)."""
-    per = rows.groupby(_SETTING)[column].agg(["mean", "std", "count"])
+    keys = [c for c in _SETTING if c in rows.columns]
+    # groupby needs a key: without setting columns every row is in one setting.
+    per = rows.groupby(keys if keys else np.zeros(len(rows)))[column].agg(["mean", "std", "count"])
     se = per["std"] / np.sqrt(per["count"])
     return float(per["mean"].mean()), float(np.sqrt((se**2).sum()) / len(per)), len(per)
 
