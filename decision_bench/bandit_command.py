@@ -51,16 +51,16 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--dataset",
         help="ClassificationBandit-v0 only: iris, wine, breast_cancer, digits, or a .csv/.npz file",
     )
-    p.add_argument("--input-dim", type=int, help="input dimension d (neural bandits)")
+    p.add_argument("--input-dim", type=int, help="input dimension d (neural bandits; None: the environment's default)")
     p.add_argument("--num-actions", type=int, help="actions (None: 20 d; 10 for Bernoulli)")
-    p.add_argument("--temperature", type=float, help="the prior's beta (neural bandits)")
+    p.add_argument("--temperature", type=float, help="the prior's beta (neural bandits; None: the environment's default)")
     p.add_argument("--steps", type=int, default=10_000, help="time steps per seed")
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..n-1, run together")
     p.add_argument("--policy", default="thompson", help="thompson, greedy or uniform")
     p.add_argument("--steps-per-obs", type=int, default=1, help="optimiser steps per observation")
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--replay-capacity", type=int, default=10_000)
-    p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument("--batch-size", type=int, default=128, help="replay minibatch size")
+    p.add_argument("--replay-capacity", type=int, default=10_000, help="replay buffer size")
+    p.add_argument("--learning-rate", type=float, default=1e-3, help="Adam step size")
     p.add_argument(
         "--regularization",
         choices=("sequential", "sequential_linear_beta"),

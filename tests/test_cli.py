@@ -40,7 +40,11 @@ def test_every_agent_name_is_checked_before_any_runs(tmp_path, capsys):
     assert not (tmp_path / "o").exists()  # mlp did not run first
 
 
-@pytest.mark.parametrize("command", [TINY_BANDIT + ["--agents", "mlp"], ["reproduce"]])
+@pytest.mark.parametrize(
+    "command",
+    [TINY_BANDIT + ["--agents", "mlp"], ["reproduce"],
+     ["testbed", "--num-train", "3", "--temperature", "0.1", "--no-progress"]],
+)
 def test_out_that_is_a_file_is_one_line_before_any_work(tmp_path, capsys, command):
     a_file = tmp_path / "results.txt"
     a_file.write_text("keep me")
@@ -111,3 +115,11 @@ def test_bandit_help_names_its_defaults():
 def test_reproduce_accepts_no_progress():
     args = cli.build_parser().parse_args(["reproduce", "--no-progress"])
     assert args.no_progress is True
+
+
+def test_analyze_on_a_file_is_one_line(tmp_path, capsys):
+    a_file = tmp_path / "testbed.csv"
+    a_file.write_text("agent,kl\n")
+    assert cli.main(["analyze", str(a_file)]) == 2
+    (line,) = _error_lines(capsys)
+    assert line.startswith("decision-bench: error:") and str(a_file) in line

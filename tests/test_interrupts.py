@@ -115,3 +115,26 @@ def test_ctrl_c_mid_cell_of_reproduce_exits_130(tmp_path):
     assert status == 130, err
     assert "run the same command again" in err and "Traceback" not in err
     assert seconds < 2.0
+
+
+def test_ctrl_c_in_testbed_keeps_finished_cells_and_the_same_command_resumes(tmp_path):
+    args = ["testbed", "--agents", "mlp,ensemble", "--num-train", "3", "--temperature", "0.1,1",
+            "--tau", "1", "--num-test", "20", "--num-models", "20", "--seeds", "1",
+            "--no-progress", "--out", str(tmp_path)]
+    process = _start(args)
+    cells = tmp_path / "cells"
+    deadline = time.monotonic() + 120
+    while not list(cells.glob("*.json")):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    status, err, seconds = _signal_and_wait(process, signal.SIGINT)
+    assert status == 130, err
+    assert seconds < 2.0 and err.count("interrupted") == 1
+    done = len(list(cells.glob("*.json")))
+    assert 1 <= done < 4
+    again = subprocess.run(COMMAND + args, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"resuming: {done} of 4 cells already done" in again.stderr
+    rows = pd.read_csv(tmp_path / "testbed.csv")
+    assert len(rows) == 4 and set(rows.agent) == {"mlp", "ensemble"}

@@ -27,8 +27,19 @@ INTERRUPTED = (
 )
 
 
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keeps the hand-wrapped descriptions and adds "(default: ...)" to each option."""
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the hand-wrapped descriptions and adds "(default: ...)" to each option
+    that has a real default and does not already say what happens without it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            "default" in text
+            or action.default in (None, False, argparse.SUPPRESS)
+            or action.option_strings == []
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
 
 
 def error_line(message: str) -> str:
@@ -78,7 +89,13 @@ def install_interrupt_exit() -> None:
     os.set_blocking(write_end, False)
     signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
 
+    leaving = threading.Lock()
+
     def leave(signum: int) -> None:
+        # The watcher and the Python-level handler may both see one signal; the
+        # first one out prints and exits, the other stops here.
+        if not leaving.acquire(blocking=False):
+            return
         os.write(sys.stderr.fileno(), f"\n{INTERRUPTED}\n".encode())
         for stream in (sys.stdout, sys.stderr):
             try:

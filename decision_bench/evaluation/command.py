@@ -22,6 +22,16 @@ evaluates on real data instead (scikit-learn's bundled data sets, or .csv/.npz
 files given to --datasets): there is no environment, so the score is the NLL of
 marginal (tau 1) and dyadic joint (tau 10, kappa 2) predictions. It writes
 DIR/realdata.csv (columns as ``run_realdata``) and DIR/realdata.json.
+
+Resuming. The work is split into cells (``decision_bench.sweep.Cell``), one per
+agent and setting (input dim, T, beta; for realdata: data set and T) with all
+its seeds, each stored under DIR/cells/ as soon as it is finished (one verified
+JSON file per cell, written atomically, as ``reproduce`` does). Running the same
+command again skips the finished cells (a corrupt cell file is warned about and
+recomputed) and rebuilds the CSV from the cells. A cell's id derives from every
+argument that changes its rows (agent, setting, designs, seeds, --num-test,
+--num-models, --method; a data file's contents), so cells of a run with other
+arguments in the same DIR are never mixed in: they are simply not read.
 """
 
 from __future__ import annotations
@@ -29,19 +39,33 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import tempfile
+import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
 import pandas as pd
+from tqdm.auto import tqdm
 
+from decision_bench._src.console import HelpFormatter
+from decision_bench._src.files import atomic_write_text, check_output_dir, sha256_hex
+from decision_bench._validation import check_choice, check_int
+from decision_bench.agents import names as agent_registry
 from decision_bench.evaluation.kl import METHODS
-from decision_bench.evaluation.runner import run_testbed
-from decision_bench.evaluation.sweeps import SWEEP_NAMES, Sweep, custom_sweep
+from decision_bench.evaluation.runner import environment_info, run_testbed
+from decision_bench.evaluation.sweeps import (
+    SWEEP_NAMES,
+    Sweep,
+    TestbedSetting,
+    TestDesign,
+    custom_sweep,
+    get_sweep,
+)
+from decision_bench.sweep import Cell, ResultsStore
 
 BASELINE = "mlp"
 REALDATA = "realdata"
 DEFAULT_SWEEP = "quick"
+CELLS_DIR = "cells"  # under --out: one verified file per finished cell
 # Custom-grid flags (as typed, argparse dest) and their defaults when a grid is
 # given; None: required in a grid.
 GRID_FLAGS = {
@@ -72,9 +96,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="offline d_KL of marginal and joint predictions on a testbed sweep",
         description=__doc__.splitlines()[0],
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
-    parser.add_argument("--agents", default="mlp", help="comma-separated agent names (default: mlp)")
+    parser.add_argument("--agents", default="mlp", help="comma-separated agent names")
     parser.add_argument(
         "--sweep",
         default=None,
@@ -131,12 +155,125 @@ def summary_table(frame: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame
     return means
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    # Write then rename, so an interrupted run never leaves a half-written file.
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(handle, "w") as out:
-        out.write(text)
-    os.replace(tmp, path)
+def parse_agents(text: str) -> tuple[str, ...]:
+    """"mlp, ensemble+,mlp" -> ("mlp", "ensemble+"): registered names, repeats
+    dropped, order kept; ValueError naming --agents otherwise."""
+    listed = tuple(dict.fromkeys(name.strip() for name in str(text).split(",") if name.strip()))
+    if not listed:
+        raise ValueError(f"--agents must name at least one agent, got {text!r}")
+    for name in listed:
+        check_choice("--agents", name, agent_registry())
+    return listed
+
+
+def _seeds(flag_value: int | None, default_count: int) -> tuple[int, ...]:
+    """Seeds 0..N-1 for --seeds N (the sweep's default count when not given)."""
+    count = default_count if flag_value is None else check_int("--seeds", flag_value, 1)
+    return tuple(range(count))
+
+
+def testbed_cells(
+    agents: Sequence[str],
+    sweep: Sweep,
+    seeds: Sequence[int],
+    num_test: int,
+    num_models: int,
+    method: str,
+) -> tuple[Cell, ...]:
+    """One cell per (agent, setting) with all seeds, in ``run_testbed``'s row order.
+
+    The cell holds every argument its rows depend on (the setting, the designs
+    (tau, kappa), num_test, num_models, method, the seeds), so its id changes
+    whenever they do. The sweep's name is left out: it does not change a row.
+    """
+    designs = tuple((design.tau, design.kappa) for design in sweep.designs)
+    return tuple(
+        Cell(
+            "testbed",
+            agent,
+            problem={
+                "prior": setting.prior,
+                "input_dim": setting.input_dim,
+                "num_train": setting.num_train,
+                "temperature": setting.temperature,
+                "designs": designs,
+                "num_test": num_test,
+                "num_models": num_models,
+                "method": method,
+            },
+            seeds=tuple(seeds),
+        )
+        for agent in agents
+        for setting in sweep.settings
+    )
+
+
+def compute_testbed_cell(cell: Cell, compile_cache: dict | None = None) -> pd.DataFrame:
+    """The rows of one testbed cell (``run_testbed`` on its one setting); built from
+    the cell alone, so a stored cell can always be recomputed the same way.
+
+    compile_cache: shared across cells so that a program compiled for one setting
+    (e.g. the same agent's evaluation at another T) is not compiled again.
+    """
+    problem = dict(cell.problem)
+    setting = TestbedSetting(
+        input_dim=problem["input_dim"],
+        num_train=problem["num_train"],
+        temperature=problem["temperature"],
+        prior=problem["prior"],
+    )
+    designs = tuple(TestDesign(tau, kappa) for tau, kappa in problem["designs"])
+    sweep = Sweep("cell", (setting,), designs, num_seeds=len(cell.seeds))
+    return run_testbed(
+        cell.agent,
+        sweep,
+        list(cell.seeds),
+        num_test=problem["num_test"],
+        num_models=problem["num_models"],
+        method=problem["method"],
+        progress=False,
+        compile_cache=compile_cache,
+    )
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    compute: Callable[[Cell], pd.DataFrame],
+    store: ResultsStore,
+    *,
+    desc: str,
+    describe: Callable[[Cell], str],
+    progress: bool,
+) -> pd.DataFrame:
+    """Computes the cells ``store`` does not hold yet, writing each as soon as it
+    is done, and returns the rows of all ``cells`` in order, read back from the store.
+
+    What ``sweep.run_sweep`` does locally, with the command's own progress bar
+    (one step per setting, labelled by ``describe``). A corrupt cell file is
+    warned about (by the store) and recomputed.
+    """
+    done = [store.read(cell) is not None for cell in cells]
+    if any(done):
+        print(
+            f"resuming: {sum(done)} of {len(cells)} cells already done in {store.directory}",
+            file=sys.stderr,
+        )
+    bar = tqdm(total=len(cells), initial=sum(done), desc=desc, unit="setting", disable=not progress)
+    try:
+        for cell, finished in zip(cells, done):
+            if finished:
+                continue
+            bar.set_postfix_str(describe(cell))
+            store.write(cell, compute(cell))
+            bar.update(1)
+    finally:
+        bar.close()
+    return store.load(cells)
+
+
+def _describe_testbed(cell: Cell) -> str:
+    problem = dict(cell.problem)
+    return f"{cell.agent} d={problem['input_dim']} T={problem['num_train']} beta={problem['temperature']}"
 
 
 def realdata_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -147,8 +284,77 @@ def realdata_table(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(design=design).groupby(["agent", "design"], sort=False)["nll"].mean().unstack("design")
 
 
-def _main_realdata(args: argparse.Namespace, out: Path) -> int:
-    from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
+def realdata_cells(
+    agents: Sequence[str],
+    datasets: Sequence[str],
+    sizes: Sequence[int | None],
+    seeds: Sequence[int],
+    designs: Sequence[tuple[int, int | None]],
+    num_test: int,
+    num_models: int,
+    method: str,
+) -> tuple[Cell, ...]:
+    """One cell per (agent, data set, T) with all seeds, in ``run_realdata``'s row
+    order; a T above a data set's training split is no cell (run_realdata skips it).
+
+    A data file's cell also holds the SHA-256 of its bytes: an edited file gets
+    new cells rather than the old file's rows.
+    """
+    from decision_bench.datasets import BUNDLED, load_dataset, make_dataset_problem
+
+    # (data set, its training split's size, its file's digest), loaded once.
+    sources = []
+    for dataset in datasets:
+        data = load_dataset(dataset)
+        available = make_dataset_problem(data, None, 1, None, seeds[0]).spec.num_train
+        digest = None if dataset in BUNDLED else sha256_hex(Path(dataset).read_bytes())
+        sources.append((dataset, available, digest))
+    cells = []
+    for agent in agents:
+        for dataset, available, digest in sources:
+            for size in sizes:
+                if size is not None and size > available:
+                    continue
+                problem = {
+                    "dataset": dataset,
+                    "file_sha256": digest,
+                    "num_train": size,
+                    "designs": tuple(designs),
+                    "num_test": num_test,
+                    "num_models": num_models,
+                    "method": method,
+                }
+                cells.append(Cell(REALDATA, agent, problem=problem, seeds=tuple(seeds)))
+    return tuple(cells)
+
+
+def compute_realdata_cell(cell: Cell) -> pd.DataFrame:
+    """The rows of one realdata cell: ``run_realdata`` on its one (data set, T)."""
+    from decision_bench.evaluation.realdata import run_realdata
+
+    problem = dict(cell.problem)
+    return run_realdata(
+        cell.agent,
+        datasets=[problem["dataset"]],
+        num_train=[problem["num_train"]],
+        seeds=list(cell.seeds),
+        designs=problem["designs"],
+        num_test=problem["num_test"],
+        num_models=problem["num_models"],
+        method=problem["method"],
+        progress=False,
+    )
+
+
+def _describe_realdata(cell: Cell) -> str:
+    problem = dict(cell.problem)
+    size = "full" if problem["num_train"] is None else problem["num_train"]
+    return f"{cell.agent} {Path(problem['dataset']).name} T={size}"
+
+
+def _realdata_plan(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[int, ...], tuple[Cell, ...]]:
+    """(data sets, seeds, cells) of --sweep realdata; ValueError for bad arguments."""
+    from decision_bench.evaluation.realdata import realdata_sweep
 
     sweep = realdata_sweep()
     datasets = (
@@ -156,29 +362,37 @@ def _main_realdata(args: argparse.Namespace, out: Path) -> int:
         if args.datasets is None
         else tuple(d.strip() for d in args.datasets.split(",") if d.strip())
     )
-    frame = run_realdata(
-        args.agents,
-        datasets=datasets,
-        num_train=sweep.num_train,
-        seeds=sweep.num_seeds if args.seeds is None else args.seeds,
-        designs=sweep.designs,
-        num_test=args.num_test,
-        num_models=args.num_models,
-        method=args.method,
-        progress=not args.no_progress,
+    if not datasets:
+        raise ValueError(f"--datasets must name at least one data set, got {args.datasets!r}")
+    seeds = _seeds(args.seeds, sweep.num_seeds)
+    cells = realdata_cells(
+        parse_agents(args.agents), datasets, sweep.num_train, seeds, sweep.designs,
+        args.num_test, args.num_models, args.method,
     )
-    _write_atomic(out / "realdata.csv", frame.to_csv(index=False))
+    return datasets, seeds, cells
+
+
+def _main_realdata(
+    args: argparse.Namespace, out: Path, datasets: tuple[str, ...], seeds: tuple[int, ...], cells: tuple[Cell, ...]
+) -> int:
+    store = ResultsStore(out / CELLS_DIR)
+    frame = run_cells(
+        cells, compute_realdata_cell, store,
+        desc=REALDATA, describe=_describe_realdata, progress=not args.no_progress,
+    )
+    atomic_write_text(out / "realdata.csv", frame.to_csv(index=False))
     meta = {
-        "versions": frame.attrs["versions"],
+        "versions": environment_info(),
         "sweep": REALDATA,
         "datasets": list(datasets),
-        "seeds": frame.attrs["seeds"],
+        "seeds": list(seeds),
         "agents": args.agents,
         "num_test": args.num_test,
         "num_models": args.num_models,
         "method": args.method,
+        "cells": [cell.id for cell in cells],
     }
-    _write_atomic(out / "realdata.json", json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(out / "realdata.json", json.dumps(meta, indent=2) + "\n")
     print(f"mean NLL ({len(frame)} rows, sweep {REALDATA}):")
     print(realdata_table(frame).round(3).to_string())
     print(f"wrote {out / 'realdata.csv'}")
@@ -273,40 +487,50 @@ def _grid_meta(sweep: Sweep) -> dict:
 
 
 def main(args: argparse.Namespace) -> int:
-    custom = grid_sweep(args)  # validated before anything is written
+    # Every argument is validated (and the cells built) before anything is written.
+    custom = grid_sweep(args)
     sweep = custom if custom is not None else (getattr(args, "sweep", None) or DEFAULT_SWEEP)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if sweep == REALDATA:
-        return _main_realdata(args, out)
-    if getattr(args, "datasets", None) is not None:
+    if sweep != REALDATA and getattr(args, "datasets", None) is not None:
         raise ValueError("--datasets is only used with --sweep realdata")
-    frame = run_testbed(
-        args.agents,
-        sweep,
-        args.seeds,
-        num_test=args.num_test,
-        num_models=args.num_models,
-        method=args.method,
+    check_int("--num-test", args.num_test, 1)
+    check_int("--num-models", args.num_models, 1)
+    if sweep == REALDATA:
+        datasets, seeds, cells = _realdata_plan(args)
+        return _main_realdata(args, check_output_dir(args.out), datasets, seeds, cells)
+    if isinstance(sweep, str):
+        sweep = get_sweep(sweep)
+    seeds = _seeds(args.seeds, sweep.num_seeds)
+    cells = testbed_cells(
+        parse_agents(args.agents), sweep, seeds, args.num_test, args.num_models, args.method
+    )
+    out = check_output_dir(args.out)
+    compile_cache: dict = {}  # for this command: programs repeat across settings
+    frame = run_cells(
+        cells,
+        lambda cell: compute_testbed_cell(cell, compile_cache),
+        ResultsStore(out / CELLS_DIR),
+        desc=f"testbed {sweep.name}",
+        describe=_describe_testbed,
         progress=not args.no_progress,
     )
-    _write_atomic(out / "testbed.csv", frame.to_csv(index=False))
+    atomic_write_text(out / "testbed.csv", frame.to_csv(index=False))
     meta = {
-        "versions": frame.attrs["versions"],
-        "sweep": frame.attrs["sweep"],
-        "seeds": frame.attrs["seeds"],
+        "versions": environment_info(),
+        "sweep": sweep.name,
+        "seeds": list(seeds),
         "agents": args.agents,
         "num_test": args.num_test,
         "num_models": args.num_models,
         "method": args.method,
+        "cells": [cell.id for cell in cells],
     }
     if custom is not None:
         meta["grid"] = _grid_meta(custom)
-    _write_atomic(out / "testbed.json", json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(out / "testbed.json", json.dumps(meta, indent=2) + "\n")
     table = summary_table(frame)
     normalised = BASELINE in table.index
     title = f"mean d_KL, normalised to {BASELINE}" if normalised else "mean d_KL"
-    print(f"{title} ({len(frame)} rows, sweep {frame.attrs['sweep']}):")
+    print(f"{title} ({len(frame)} rows, sweep {sweep.name}):")
     print(table.round(3).to_string())
     bad = frame[~frame["params_finite"] | (frame["fraction_finite"] < 1.0)]
     if len(bad):

@@ -44,6 +44,7 @@ from decision_bench.evaluation.likelihood import (
     DEFAULT_MAX_ROWS,
     ModelSet,
     agent_log_likelihoods,
+    chunk_size,
 )
 
 METHODS = ("auto", "exact", "monte_carlo", "partition")
@@ -183,6 +184,72 @@ def _num_members(agent: Agent, state: Any, input_dim: int) -> int:
     return int(shape.shape[0])
 
 
+def _shape_text(shape: tuple) -> str:
+    return "[" + ", ".join(str(n) for n in shape) + "]"
+
+
+def check_sampler_logits(
+    source: Any,
+    state: Any,
+    method: str,
+    key: jax.Array,
+    num_inputs: int,
+    input_dim: int,
+    num_classes: int | None,
+    *,
+    min_classes: int = 2,
+) -> None:
+    """Checks that one draw of a sampler maps x [n, d] to logits [n, num_classes].
+
+    Traced with ``jax.eval_shape`` (no compilation, no computation), once, before
+    an estimate: a wrong shape otherwise either broadcasts into a plausible but
+    meaningless number ([n, 3] logits on 2 classes) or fails in a reshape deep in
+    the jitted estimator.
+
+    source, state: as ``model_set``; method: resolved; "exact" checks
+    ``agent.member_logits(state, x)``, which must give [M, n, num_classes];
+    key: the key the draws are made from; num_inputs n: inputs per sampler call;
+    num_classes: the problem's class count, or None when unknown (then any
+    C >= min_classes is accepted). Raises ValueError (one line) naming the
+    function, the shape it returned and the shape expected.
+    """
+    x = jax.ShapeDtypeStruct((num_inputs, input_dim), jnp.float32)
+    if isinstance(source, Agent) and method == "exact":
+        name, prefix, shown_prefix = "sampler.agent.member_logits(state, x)", "num_members, ", "M, "
+        out = jax.eval_shape(lambda x_: source.member_logits(state, x_), x)
+    elif isinstance(source, Agent):
+        name, prefix, shown_prefix = "sampler.agent.sample_logits(state, key, x)", "", ""
+        out = jax.eval_shape(lambda k, x_: source.sample_logits(state, k, x_), key, x)
+    else:
+        name, prefix, shown_prefix = "sampler(key, x)", "", ""
+        out = jax.eval_shape(source, key, x)
+    rank = 3 if prefix else 2
+    shape = tuple(out.shape) if isinstance(out, jax.ShapeDtypeStruct) else None
+    if shape is not None and len(shape) == rank and shape[-2] == num_inputs and shape[0] >= 1:
+        classes_ok = shape[-1] == num_classes if num_classes is not None else shape[-1] >= min_classes
+        if classes_ok:
+            return
+    got = f"logits of shape {_shape_text(shape)}" if shape is not None else f"a {type(out).__name__}"
+    if num_classes is not None:
+        expected = f"[{prefix}n, num_classes] = [{shown_prefix}{num_inputs}, {num_classes}]"
+    else:
+        expected = (
+            f"[{prefix}n, num_classes] = [{shown_prefix}{num_inputs}, C] with C >= {min_classes} "
+            "(more than the largest label in y)"
+        )
+    raise ValueError(
+        f"{name} returned {got} for x of shape {_shape_text((num_inputs, input_dim))}; "
+        f"expected {expected}"
+    )
+
+
+def _models_per_call(source: Any, state: Any, method: str, num_models: int, input_dim: int) -> int:
+    """M: the models one model-set call returns (all members for "exact")."""
+    if isinstance(source, Agent) and method == "exact":
+        return _num_members(source, state, input_dim)
+    return num_models
+
+
 @dataclasses.dataclass(frozen=True)
 class EvalConfig:
     """Static settings of one evaluation: the test design (tau, kappa), N, M, the
@@ -296,6 +363,13 @@ def estimate_kl(
         raise ValueError(f"problem must be a TestbedProblem, got {type(problem).__name__}")
     resolved = resolve_method(sampler, method)
     source, state = _split_sampler(sampler)
+    tau, input_dim = problem.spec.tau, problem.spec.input_dim
+    # The sampler sees the test inputs chunk by chunk: n = chunk * tau rows per call.
+    models = _models_per_call(source, state, resolved, num_models, input_dim)
+    num_inputs = chunk_size(num_test, models, tau, max_rows) * tau
+    check_sampler_logits(
+        source, state, resolved, key, num_inputs, input_dim, problem.spec.num_classes
+    )
     cfg = EvalConfig(
         tau=problem.spec.tau,
         kappa=problem.spec.kappa,
@@ -310,8 +384,7 @@ def estimate_kl(
     env_ll, agent_ll = np.asarray(env_ll), np.asarray(agent_ll)
     per_sample = env_ll - agent_ll
     kl, stderr, fraction = summarize(per_sample, strict=True)
-    used = num_models if resolved != "exact" else _num_members(source, state, problem.spec.input_dim)
-    return KLResult(kl, stderr, per_sample, fraction, env_ll, agent_ll, resolved, used)
+    return KLResult(kl, stderr, per_sample, fraction, env_ll, agent_ll, resolved, models)
 
 
 def _nll_core(source, state, key, x, y, method, num_models, max_rows):
@@ -364,9 +437,16 @@ def estimate_nll(
         raise ValueError(f"y must be integer labels of shape {x.shape[:2]}, got {y.dtype}{y.shape}")
     resolved = resolve_method(sampler, method)
     source, state = _split_sampler(sampler)
+    num_test, tau, input_dim = x.shape
+    # No environment says how many classes there are; the labels say at least how many.
+    min_classes = max(2, int(np.asarray(y).max()) + 1)
+    models = _models_per_call(source, state, resolved, num_models, input_dim)
+    num_inputs = chunk_size(num_test, models, tau, max_rows) * tau
+    check_sampler_logits(
+        source, state, resolved, key, num_inputs, input_dim, None, min_classes=min_classes
+    )
     per_sample = np.asarray(
         _nll_jit(_ByIdentity(source), state, key, x, y.astype(jnp.int32), resolved, num_models, max_rows)
     )
     nll, stderr, fraction = summarize(per_sample, strict=True)
-    used = num_models if resolved != "exact" else _num_members(source, state, x.shape[-1])
-    return NLLResult(nll, stderr, per_sample, fraction, resolved, used)
+    return NLLResult(nll, stderr, per_sample, fraction, resolved, models)

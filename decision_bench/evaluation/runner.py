@@ -311,6 +311,7 @@ def run_testbed(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: bool = True,
+    compile_cache: dict | None = None,
 ) -> pd.DataFrame:
     """Fits and evaluates agents on a sweep; returns one row per problem and design.
 
@@ -319,7 +320,9 @@ def run_testbed(
     SWEEP_NAMES or a Sweep; seeds: None (the sweep's default count), a count n
     (seeds 0..n-1) or distinct seeds; num_test, num_models, method: as in
     ``estimate_kl``; overrides: {agent name: {hyperparameter: value}};
-    max_rows: the evaluation memory bound, shared by the vmapped seeds.
+    max_rows: the evaluation memory bound, shared by the vmapped seeds;
+    compile_cache: a dict the caller owns, to reuse compiled programs across
+    calls (e.g. one call per setting); None: a fresh one for this call.
 
     Columns: COLUMNS. ``kl`` is NaN (never a silent average) when fewer than
     half the per-sample estimates were finite; ``fraction_finite`` says how many
@@ -340,7 +343,8 @@ def run_testbed(
         raise ValueError(f"overrides name agents that are not run: {unknown}; agents are {list(agents)}")
     groups = [(a, s) for a in agents for s in sweep.settings]
     rows: list[dict[str, Any]] = []
-    cache: dict = {}  # compiled programs, for this call only
+    # Compiled programs; reused only for identical programs (_program_key).
+    cache: dict = {} if compile_cache is None else compile_cache
     bar = tqdm(groups, desc=f"testbed {sweep.name}", unit="setting", disable=not progress)
     for agent_name, setting in bar:
         bar.set_postfix_str(
