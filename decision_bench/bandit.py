@@ -73,13 +73,12 @@ import pandas as pd
 from decision_bench._src.files import atomic_write, atomic_write_text
 from decision_bench._validation import check_choice, check_int, check_positive
 from decision_bench.agents.base import Agent, Batch, params_are_finite
+from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.agents.beta_bernoulli import ConjugateAgent
 from decision_bench.envs.bandits import BanditParams, BanditState, BernoulliBandit, make_bandit
 from decision_bench.specs import ProblemSpec
 
 POLICIES = ("thompson", "greedy", "uniform")
-# Registered agents whose model assumes one-hot arm features (a coin per arm).
-ONE_HOT_AGENTS = ("beta_bernoulli",)
 UPDATE_MODES = ("replay", "online")
 COLUMNS = (
     "agent",
@@ -449,11 +448,8 @@ def make_loop(
     greedy_samples = check_int("greedy_samples", greedy_samples, 1)
     learning_rate = check_positive("learning_rate", learning_rate)
     env, env_id = _resolve_env(env_id_or_config, env_kwargs)
-    if isinstance(agent, str) and agent in ONE_HOT_AGENTS and not isinstance(env, BernoulliBandit):
-        raise ValueError(
-            f"agent {agent!r} is the exact posterior for one-hot arm features and runs only on "
-            f"BernoulliBandit-v0; {env_id} has continuous features (use e.g. mlp or ensemble+)"
-        )
+    if isinstance(agent, str):
+        check_inputs_fit(agent, env_id, one_hot=isinstance(env, BernoulliBandit))
     built = _resolve_agent(agent, bandit_spec(env, replay_capacity), learning_rate, agent_kwargs)
     if update_mode is None:
         update_mode = "online" if isinstance(built, ConjugateAgent) else "replay"

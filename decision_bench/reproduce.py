@@ -261,6 +261,16 @@ class CellRunner:
         )
 
 
+def check_agents(agents: tuple[str, ...]) -> None:
+    """Every name registered and able to run both the testbed and the neural bandit."""
+    from decision_bench.agents import names as agent_names
+    from decision_bench.agents.registry import check_inputs_fit
+
+    for agent in agents:
+        check_choice("agent", agent, agent_names())
+        check_inputs_fit(agent, "the testbed and NeuralBandit-v0", one_hot=False)
+
+
 def reproduce(
     preset: str | Preset = "demo",
     out: str | Path = "runs/demo",
@@ -276,14 +286,12 @@ def reproduce(
     agents: registered names to run instead of the preset's; agent_files: user
     agent files (see ``load_agent_file``), run next to them.
     """
-    from decision_bench.agents import names as agent_names
     from decision_bench.analysis import analyze
     from decision_bench.sweep import ResultsStore, package_versions, run_sweep
 
     preset = get_preset(preset) if isinstance(preset, str) else preset
     chosen = tuple(agents) if agents else preset.agents
-    for agent in chosen:
-        check_choice("agent", agent, agent_names())
+    check_agents(chosen)
     custom = tuple((load_agent_file(p)[0], str(Path(p).resolve())) for p in agent_files)
     clash = sorted(set(chosen) & {n for n, _ in custom})
     if clash:
@@ -378,6 +386,8 @@ def _run(args: argparse.Namespace) -> int:
     preset = args.preset_name or args.preset
     agents = tuple(a.strip() for a in args.agents.split(",") if a.strip()) if args.agents else None
     check_int("resamples", args.resamples, 1)
+    if agents:
+        check_agents(agents)
     out = check_output_dir(args.out)
     print(f"decision-bench reproduce --preset {preset}: writing to {out}/ (re-run to resume)", file=sys.stderr)
     result = reproduce(

@@ -27,6 +27,23 @@ def test_beta_bernoulli_is_refused_on_continuous_features():
         run_bandit("beta_bernoulli", "NeuralBandit-v0", 10, 1, progress=False)
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["testbed", "--num-train", "3", "--temperature", "0.1"],
+     ["testbed", "--sweep", "realdata", "--datasets", "iris"],
+     ["bandit", "--env", "ContextualNeuralBandit-v0"],
+     ["reproduce"]],
+)
+def test_beta_bernoulli_is_refused_before_any_work_where_inputs_are_continuous(
+    tmp_path, capsys, command
+):
+    out = tmp_path / "o"
+    assert cli.main(command + ["--agents", "beta_bernoulli", "--out", str(out)]) == 2
+    (line,) = _error_lines(capsys)
+    assert line.startswith("decision-bench: error:") and "one-hot arm features" in line
+    assert not out.exists()
+
+
 def test_beta_bernoulli_still_runs_on_the_bernoulli_bandit():
     rows = run_bandit("beta_bernoulli", "BernoulliBandit-v0", 20, 1, log_every=10, progress=False)
     assert list(rows.step) == [10, 20] and (rows.error == "").all()

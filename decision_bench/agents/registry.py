@@ -55,6 +55,20 @@ _AGENTS = {
 }
 
 
+# Registered agents whose model assumes one-hot arm features (a coin per arm):
+# on continuous inputs they would run and report meaningless numbers.
+ONE_HOT_AGENTS = ("beta_bernoulli",)
+
+
+def check_inputs_fit(name: str, problem: str, one_hot: bool) -> None:
+    """Raises ValueError if agent ``name`` cannot model the inputs of ``problem``."""
+    if name in ONE_HOT_AGENTS and not one_hot:
+        raise ValueError(
+            f"agent {name!r} is the exact posterior for one-hot arm features and runs only on "
+            f"BernoulliBandit-v0; {problem} has continuous features (use e.g. mlp or ensemble+)"
+        )
+
+
 def names() -> tuple[str, ...]:
     """The registered agent names, sorted."""
     return tuple(sorted(_AGENTS))

@@ -50,6 +50,7 @@ from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import atomic_write_text, check_output_dir, sha256_hex
 from decision_bench._validation import check_choice, check_int
 from decision_bench.agents import names as agent_registry
+from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.evaluation.kl import METHODS
 from decision_bench.evaluation.runner import environment_info, run_testbed
 from decision_bench.evaluation.sweeps import (
@@ -163,6 +164,8 @@ def parse_agents(text: str) -> tuple[str, ...]:
         raise ValueError(f"--agents must name at least one agent, got {text!r}")
     for name in listed:
         check_choice("--agents", name, agent_registry())
+        # Testbed and real-data inputs are continuous features.
+        check_inputs_fit(name, "the testbed", one_hot=False)
     return listed
 
 

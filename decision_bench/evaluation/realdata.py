@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 
 from decision_bench._validation import check_choice, check_int, check_optional_int
 from decision_bench.agents import Agent, fit, make, names
+from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.datasets import (
     BUNDLED,
     evaluate_accuracy,
@@ -117,6 +118,7 @@ def _agent_list(agent_names: Any) -> dict[str, Callable[..., Agent] | None]:
     for name, factory in items.items():
         if factory is None:
             check_choice("agent_names", name, names())
+            check_inputs_fit(name, "a real data set", one_hot=False)
         elif not callable(factory):
             raise ValueError(f"agent_names[{name!r}] must be None or make_agent(spec, **overrides)")
     return items

@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
 from decision_bench._validation import check_choice, check_int
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
+from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.envs.testbed import sample_environment
 from decision_bench.evaluation.kl import (
     METHODS,
@@ -103,6 +104,7 @@ def _agent_factories(
         for name, factory in items.items():
             if factory is None:
                 check_choice("agent_names", name, names())
+                check_inputs_fit(name, "the testbed", one_hot=False)
             elif not callable(factory):
                 raise ValueError(
                     f"agent_names[{name!r}] must be None (registry) or a callable "
@@ -117,6 +119,7 @@ def _agent_factories(
         raise ValueError(f"agent_names must name at least one agent, got {agent_names!r}")
     for name in listed:
         check_choice("agent_names", name, names())
+        check_inputs_fit(name, "the testbed", one_hot=False)
     return dict.fromkeys(listed)  # drop repeats, keep order
 
 
