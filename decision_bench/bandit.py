@@ -22,8 +22,8 @@ filled part, with ``Batch.num_seen = t`` (observations so far, so the
 ``sequential`` regulariser decays as 1/t) and ``Batch.index`` = buffer position.
 
 Two documented exceptions: under the ``uniform`` policy the agent is not
-trained (it cannot influence the actions or the regret); a ``ConjugateAgent``
-(exact Bayesian update, e.g. ``beta_bernoulli``) is fed online: one ``update``
+trained (it cannot influence the actions or the regret); an agent whose record
+says ``update_mode="online"`` (exact Bayesian update, e.g. ``beta_bernoulli``) is fed online: one ``update``
 per step with a batch holding only the newest transition, so every
 observation counts exactly once (``update_mode="online"``; force either mode
 with ``update_mode``).
@@ -74,7 +74,6 @@ from decision_bench._src.files import atomic_write, atomic_write_text
 from decision_bench._validation import check_choice, check_int, check_positive
 from decision_bench.agents.base import Agent, Batch, params_are_finite
 from decision_bench.agents.registry import check_inputs_fit
-from decision_bench.agents.beta_bernoulli import ConjugateAgent
 from decision_bench.envs.bandits import BanditParams, BanditState, BernoulliBandit, make_bandit
 from decision_bench.specs import ProblemSpec
 
@@ -168,10 +167,13 @@ def seed_keys(seed: Any) -> tuple[jax.Array, jax.Array]:
 
 @dataclasses.dataclass(frozen=True)
 class BanditLoop:
-    """Static description of one (agent, environment, policy) loop.
+    """One (agent, environment, policy) loop; a pytree.
 
-    Hashable, so its methods can be jitted with it static. All methods are pure
-    functions of arrays; shapes are per seed.
+    The agent is its only data (its hyperparameters are array leaves); the
+    environment and the settings are static. So the jitted entry points take the
+    loop as an ordinary argument: two loops that differ only in hyperparameter
+    values share one compiled program. All methods are pure functions of arrays;
+    shapes are per seed.
     """
 
     agent: Agent
@@ -313,17 +315,28 @@ class BanditLoop:
         return jax.vmap(one_seed)(carry, params)
 
 
-# Compiled entry points, with the loop static: equal loops (same agent record,
-# environment and settings) share one compiled program across calls.
+jax.tree_util.register_dataclass(
+    BanditLoop,
+    data_fields=["agent"],
+    meta_fields=[
+        "env", "policy", "update_mode", "steps_per_obs", "batch_size", "replay_capacity",
+        "greedy_samples",
+    ],
+)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+# Compiled entry points. The loop is a traced argument: loops with the same agent
+# functions, environment and settings share one compiled program, whatever the
+# agent's hyperparameter values.
+
+
+@jax.jit
 def _init_carries(loop: BanditLoop, seeds: jax.Array) -> tuple[SeedCarry, BanditParams]:
     """seeds [S] i32 -> (carry, env params), each with a leading [S] axis."""
     return jax.vmap(loop.init_carry)(seeds)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 3), donate_argnums=1)
+@functools.partial(jax.jit, static_argnums=3, donate_argnums=1)
 def _run_chunk(
     loop: BanditLoop, carry: SeedCarry, params: BanditParams, length: int
 ) -> tuple[SeedCarry, StepOutput]:
@@ -331,17 +344,17 @@ def _run_chunk(
     return loop.run_chunk(carry, params, length)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@jax.jit
 def _init_learner(loop: BanditLoop, seed: jax.Array) -> LearnerState:
     return loop.init_learner(seed)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@jax.jit
 def _act(loop: BanditLoop, learner: LearnerState, actions: jax.Array) -> jax.Array:
     return loop.act(learner, actions)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@jax.jit
 def _learn(
     loop: BanditLoop, learner: LearnerState, x: jax.Array, y: jax.Array
 ) -> tuple[LearnerState, jax.Array]:
@@ -452,7 +465,7 @@ def make_loop(
         check_inputs_fit(agent, env_id, one_hot=isinstance(env, BernoulliBandit))
     built = _resolve_agent(agent, bandit_spec(env, replay_capacity), learning_rate, agent_kwargs)
     if update_mode is None:
-        update_mode = "online" if isinstance(built, ConjugateAgent) else "replay"
+        update_mode = built.update_mode
     check_choice("update_mode", update_mode, UPDATE_MODES)
     loop = BanditLoop(
         agent=built,

@@ -62,7 +62,7 @@ from decision_bench.evaluation.kl import (
     FittedAgent,
     NLLResult,
     Sampler,
-    _ByIdentity,
+    _split_sampler,
     estimate_nll,
     model_set,
     resolve_method,
@@ -492,10 +492,10 @@ def evaluate_accuracy(
     resolved = resolve_method(sampler, method)
     if resolved == "partition":
         resolved = "monte_carlo"  # accuracy needs mean probabilities, not a partition
-    source, state = (sampler.agent, sampler.state) if isinstance(sampler, FittedAgent) else (sampler, None)
+    source, state = _split_sampler(sampler)
     x, y = problem.test_data
     return float(
-        _accuracy_jit(_ByIdentity(source), state, jax.random.fold_in(key, ACCURACY_TAG), x, y, resolved, num_models)
+        _accuracy_jit(source, state, jax.random.fold_in(key, ACCURACY_TAG), x, y, resolved, num_models)
     )
 
 
@@ -505,10 +505,5 @@ def _accuracy_core(source, state, key, x, y, method, num_models):
     return jnp.mean(jnp.argmax(probs, axis=-1) == y)
 
 
-# The source is static by identity (as in evaluation/kl.py): one compile per agent record.
-_accuracy_jit = jax.jit(
-    lambda source, state, key, x, y, method, num_models: _accuracy_core(
-        source.obj, state, key, x, y, method, num_models
-    ),
-    static_argnums=(0, 5, 6),
-)
+# The source is a pytree (evaluation/kl.py's _split_sampler): one compile per agent family and shape.
+_accuracy_jit = jax.jit(_accuracy_core, static_argnums=(5, 6))

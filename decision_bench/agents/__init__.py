@@ -8,7 +8,7 @@
 from decision_bench.agents.base import Agent, Batch, params_are_finite
 from decision_bench.agents.baselines import LogisticConfig, PriorConfig, UniformConfig
 from decision_bench.agents.bbb import BBBConfig
-from decision_bench.agents.beta_bernoulli import BetaBernoulliConfig, ConjugateAgent
+from decision_bench.agents.beta_bernoulli import BetaBernoulliConfig
 from decision_bench.agents.dropout import DropoutConfig
 from decision_bench.agents.ensemble import EnsembleConfig, EnsemblePlusConfig
 from decision_bench.agents.epinet import EpinetConfig
@@ -28,7 +28,6 @@ __all__ = [
     # contract
     "Agent",
     "Batch",
-    "ConjugateAgent",
     "params_are_finite",
     # registry
     "make",

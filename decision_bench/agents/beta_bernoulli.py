@@ -8,13 +8,12 @@ arms and an input x selects p(x) = x @ p.
 
 The update is the conjugate one, alpha += x^T y and beta += x^T (1 - y) over the
 batch, so it is exact only if every observation is applied exactly once. That is
-why the agent is a ``ConjugateAgent``: a plain ``Agent`` record (every field and
-call is the same) whose type tells a sequential loop to feed it *online*.
+why its record says ``update_mode="online"``:
 
-- ``decision_bench.bandit.run_bandit`` and ``ThompsonPolicy`` check
-  ``isinstance(agent, ConjugateAgent)`` and then call ``update`` once per step
-  with a batch holding only the newest transition, instead of ``steps_per_obs``
-  replay minibatches (which would count stored observations many times).
+- ``decision_bench.bandit.run_bandit`` and ``ThompsonPolicy`` read
+  ``agent.update_mode`` and, for "online", call ``update`` once per step with a
+  batch holding only the newest transition, instead of ``steps_per_obs`` replay
+  minibatches (which would count stored observations many times).
 - For a fixed data set, one ``update`` with the whole data set as the batch is
   the exact posterior; ``num_steps`` is 1 so ``fit`` does exactly that when its
   batch is the full data set.
@@ -32,14 +31,6 @@ from decision_bench._validation import check_choice, check_positive
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.specs import ProblemSpec
-
-
-class ConjugateAgent(Agent):
-    """An Agent whose ``update`` is an exact Bayesian update: each observation
-    must reach it exactly once (a one-example batch per step), never as part of
-    repeated replay minibatches. Same fields and behaviour as ``Agent``."""
-
-    __slots__ = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +66,7 @@ def _logits(p: jax.Array) -> jax.Array:
     return jnp.stack([jnp.log1p(-p), jnp.log(p)], axis=-1)
 
 
-def make_beta_bernoulli(spec: ProblemSpec, config: BetaBernoulliConfig) -> ConjugateAgent:
+def make_beta_bernoulli(spec: ProblemSpec, config: BetaBernoulliConfig) -> Agent:
     """The exact Thompson agent for ``spec.input_dim`` arms with one-hot inputs."""
     if spec.num_classes != 2:
         raise ValueError(
@@ -104,7 +95,7 @@ def make_beta_bernoulli(spec: ProblemSpec, config: BetaBernoulliConfig) -> Conju
         p = jax.random.beta(key, state.alpha, state.beta)
         return _logits(x @ p)
 
-    return ConjugateAgent(
+    return Agent(
         init=init,
         update=update,
         sample_logits=sample_logits,
@@ -113,4 +104,5 @@ def make_beta_bernoulli(spec: ProblemSpec, config: BetaBernoulliConfig) -> Conju
         member_logits=None,
         num_steps=1,
         name="beta_bernoulli",
+        update_mode="online",
     )

@@ -1,9 +1,10 @@
 """Fitting an agent to a fixed data set: init, then ``lax.scan`` over SGD steps.
 
-``fit`` is a pure function of (key, data): it is jitted with the agent, spec,
-step count and batch size static (the agent's functions are hashed by identity,
-so one compiled program is cached per agent object), and it vmaps over keys and
-data sets::
+``fit`` is a pure function of (agent, key, data): it is jitted with only the
+step count and batch size static. The agent is a pytree whose functions are
+compared by identity and whose hyperparameters are array leaves, so every agent
+of one family and shape shares one compiled program per data-set size, and it
+vmaps over keys, data sets and hyperparameters::
 
     states = jax.vmap(lambda k, d: fit(agent, k, d, spec))(keys, datasets)
 
@@ -65,7 +66,7 @@ def fit(
     steps = agent.num_steps if num_steps is None else check_int("num_steps", num_steps, 0)
     batch_size = check_int("batch_size", batch_size, 1)
     data = Dataset(jnp.asarray(train_data.x, jnp.float32), jnp.asarray(train_data.y, jnp.int32))
-    return _fit(agent, spec, steps, batch_size, key, data)
+    return _fit(agent, steps, batch_size, key, data)
 
 
 def epoch_shuffled_batch(key: jax.Array, step: jax.Array, num_train: int, batch_size: int) -> jax.Array:
@@ -85,12 +86,12 @@ def epoch_shuffled_batch(key: jax.Array, step: jax.Array, num_train: int, batch_
     return perms.reshape(-1)[offset + jnp.arange(batch_size)].astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _fit(
-    agent: Agent, spec: ProblemSpec, num_steps: int, batch_size: int, key: jax.Array, data: Dataset
-) -> Any:
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _fit(agent: Agent, num_steps: int, batch_size: int, key: jax.Array, data: Dataset) -> Any:
     k_init, k_shuffle, k_updates = jax.random.split(key, 3)
-    state = agent.init(k_init, spec)
+    # spec None: an agent knows its spec from construction (make(name, spec)); a
+    # spec given here would have to be static and would compile once per value.
+    state = agent.init(k_init, None)
     num_train = data.x.shape[0]
     if num_train == 0 or num_steps == 0:
         return state

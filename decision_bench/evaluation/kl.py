@@ -110,23 +110,6 @@ class NLLResult:
     num_models: int
 
 
-class _ByIdentity:
-    """Wraps a Python object so jit can take it as a static argument: hashed and
-    compared by identity, so any callable works (hashable or not) and the same
-    object reuses its compiled code."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: Any):
-        self.obj = obj
-
-    def __hash__(self) -> int:
-        return id(self.obj)
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, _ByIdentity) and other.obj is self.obj
-
-
 def resolve_method(sampler: Sampler, method: str) -> str:
     """The method actually used: "exact", "monte_carlo" or "partition"."""
     check_choice("method", method, METHODS)
@@ -264,9 +247,12 @@ class EvalConfig:
 
 
 def _split_sampler(sampler: Sampler) -> tuple[Any, Any]:
+    """(source, state) as pytrees that jit takes as ordinary arguments: an Agent
+    is one already (functions static, hyperparameters leaves); a plain callable
+    becomes a ``Partial`` with no leaves, so the same callable reuses its program."""
     if isinstance(sampler, FittedAgent):
         return sampler.agent, sampler.state
-    return sampler, None
+    return jax.tree_util.Partial(sampler), None
 
 
 def tau_sample_log_likelihoods(
@@ -298,12 +284,7 @@ def tau_sample_log_likelihoods(
     return tests.env_log_likelihood, agent_ll
 
 
-_tau_sample_log_likelihoods_jit = jax.jit(
-    lambda source, state, prior, env_params, key, cfg: tau_sample_log_likelihoods(
-        source.obj, state, prior, env_params, key, cfg
-    ),
-    static_argnums=(0, 2, 5),
-)
+_tau_sample_log_likelihoods_jit = jax.jit(tau_sample_log_likelihoods, static_argnums=(2, 5))
 
 
 def summarize(per_sample: np.ndarray, *, strict: bool = True) -> tuple[float, float, float]:
@@ -379,7 +360,7 @@ def estimate_kl(
         max_rows=max_rows,
     )
     env_ll, agent_ll = _tau_sample_log_likelihoods_jit(
-        _ByIdentity(source), state, problem.prior, problem.env_params, key, cfg
+        source, state, problem.prior, problem.env_params, key, cfg
     )
     env_ll, agent_ll = np.asarray(env_ll), np.asarray(agent_ll)
     per_sample = env_ll - agent_ll
@@ -400,12 +381,7 @@ def _nll_core(source, state, key, x, y, method, num_models, max_rows):
     )
 
 
-_nll_jit = jax.jit(
-    lambda source, state, key, x, y, method, num_models, max_rows: _nll_core(
-        source.obj, state, key, x, y, method, num_models, max_rows
-    ),
-    static_argnums=(0, 5, 6, 7),
-)
+_nll_jit = jax.jit(_nll_core, static_argnums=(5, 6, 7))
 
 
 def estimate_nll(
@@ -446,7 +422,7 @@ def estimate_nll(
         source, state, resolved, key, num_inputs, input_dim, None, min_classes=min_classes
     )
     per_sample = np.asarray(
-        _nll_jit(_ByIdentity(source), state, key, x, y.astype(jnp.int32), resolved, num_models, max_rows)
+        _nll_jit(source, state, key, x, y.astype(jnp.int32), resolved, num_models, max_rows)
     )
     nll, stderr, fraction = summarize(per_sample, strict=True)
     return NLLResult(nll, stderr, per_sample, fraction, resolved, models)

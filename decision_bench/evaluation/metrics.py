@@ -20,7 +20,6 @@ from decision_bench.evaluation.kl import (
     CLASSIFICATION_TAG,
     MODEL_TAG,
     Sampler,
-    _ByIdentity,
     _check_common,
     _split_sampler,
     model_set,
@@ -80,14 +79,7 @@ def classification_metrics(
     return accuracy(probs, y), expected_calibration_error(probs, y, num_bins)
 
 
-_classification_jit = jax.jit(
-    lambda source, state, prior, env_params, key, num_test, method, num_samples, num_bins: (
-        classification_metrics(
-            source.obj, state, prior, env_params, key, num_test, method, num_samples, num_bins
-        )
-    ),
-    static_argnums=(0, 2, 5, 6, 7, 8),
-)
+_classification_jit = jax.jit(classification_metrics, static_argnums=(2, 5, 6, 7, 8))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +108,7 @@ def evaluate_classification(
     resolved = resolve_method(sampler, method)
     source, state = _split_sampler(sampler)
     acc, ece = _classification_jit(
-        _ByIdentity(source), state, problem.prior, problem.env_params, key,
+        source, state, problem.prior, problem.env_params, key,
         num_test, resolved, num_samples, num_bins,
     )
     return ClassificationResult(float(acc), float(ece), resolved)
