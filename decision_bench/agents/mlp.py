@@ -12,6 +12,7 @@ in the reference loss.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import flax.linen as nn
@@ -27,6 +28,7 @@ from decision_bench._validation import (
     check_sizes,
 )
 from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.core import adam, as_hyper, bind, sgd_step
 from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
 from decision_bench.priors import truncated_normal_init
 from decision_bench.specs import ProblemSpec
@@ -118,50 +120,68 @@ class MLPState(NamedTuple):
     opt_state: Any  # optax.adam state
 
 
-def l2_weight(spec: ProblemSpec, config: MLPConfig, num_seen: jax.Array) -> jax.Array:
+class MLPHyper(NamedTuple):
+    """The mlp's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    temperature: jax.Array  # the problem's beta, which scales the decayed L2 weight
+
+
+def l2_weight(
+    hyper: MLPHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
+) -> jax.Array:
     """The L2 weight after num_seen observations. Returns a [] f32."""
     return decayed_weight(
-        config.l2,
+        hyper.l2,
         num_seen,
-        input_dim=spec.input_dim,
-        temperature=spec.temperature,
-        mode=config.regularization,
+        input_dim=input_dim,
+        temperature=hyper.temperature,
+        mode=regularization,
     )
+
+
+@functools.lru_cache(maxsize=None)
+def _functions(hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, regularization: str):
+    """The mlp's functions for one static setting; the same objects for the same
+    setting, so every mlp of that shape shares its compiled programs."""
+    net = MLP(hidden_sizes, num_classes)
+
+    def init(hyper: MLPHyper, key: jax.Array, spec: ProblemSpec | None = None) -> MLPState:
+        del spec  # the shapes are fixed by the static setting
+        params = net.init(key, jnp.zeros((1, input_dim), jnp.float32))
+        return MLPState(params=params, opt_state=adam(hyper.learning_rate).init(params))
+
+    def loss_fn(params: Any, hyper: MLPHyper, batch: Batch) -> jax.Array:
+        data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
+        weight = l2_weight(hyper, batch.num_seen, input_dim=input_dim, regularization=regularization)
+        return data_loss + weight * sum_of_squares(params)
+
+    def update(hyper: MLPHyper, state: MLPState, batch: Batch, key: jax.Array) -> MLPState:
+        del key  # deterministic gradient step
+        params, opt_state = sgd_step(
+            loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch
+        )
+        return MLPState(params=params, opt_state=opt_state)
+
+    def sample_logits(hyper: MLPHyper, state: MLPState, key: jax.Array, x: jax.Array) -> jax.Array:
+        """x [n, d] -> [n, C]; the key is unused: a point estimate has one sample."""
+        del hyper, key
+        return net.apply(state.params, x)
+
+    def member_logits(hyper: MLPHyper, state: MLPState, x: jax.Array) -> jax.Array:
+        """x [n, d] -> [1, n, C]: a point estimate is an ensemble of one."""
+        del hyper
+        return net.apply(state.params, x)[None]
+
+    return init, update, sample_logits, member_logits
 
 
 def make_mlp(spec: ProblemSpec, config: MLPConfig) -> Agent:
-    net = MLP(tuple(config.hidden_sizes), spec.num_classes)
-    optimizer = optax.adam(config.learning_rate)
-
-    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> MLPState:
-        check_same_spec(spec_, spec)
-        params = net.init(key, jnp.zeros((1, spec.input_dim), jnp.float32))
-        return MLPState(params=params, opt_state=optimizer.init(params))
-
-    def loss_fn(params: Any, batch: Batch) -> jax.Array:
-        data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
-        return data_loss + l2_weight(spec, config, batch.num_seen) * sum_of_squares(params)
-
-    def update(state: MLPState, batch: Batch, key: jax.Array) -> MLPState:
-        del key  # deterministic gradient step
-        grads = jax.grad(loss_fn)(state.params, batch)
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        return MLPState(params=optax.apply_updates(state.params, updates), opt_state=opt_state)
-
-    def sample_logits(state: MLPState, key: jax.Array, x: jax.Array) -> jax.Array:
-        """x [n, d] -> [n, C]; the key is unused: a point estimate has one sample."""
-        del key
-        return net.apply(state.params, x)
-
-    def member_logits(state: MLPState, x: jax.Array) -> jax.Array:
-        """x [n, d] -> [1, n, C]: a point estimate is an ensemble of one."""
-        return net.apply(state.params, x)[None]
-
-    return Agent(
-        init=init,
-        update=update,
-        sample_logits=sample_logits,
-        member_logits=member_logits,
-        num_steps=config.num_steps,
-        name="mlp",
+    functions = _functions(
+        tuple(config.hidden_sizes), spec.num_classes, spec.input_dim, config.regularization
     )
+    hyper = as_hyper(
+        MLPHyper, l2=config.l2, learning_rate=config.learning_rate, temperature=spec.temperature
+    )
+    return bind(hyper, *functions, num_steps=config.num_steps, name="mlp")

@@ -1,0 +1,91 @@
+"""The core every agent family shares: hyperparameters as data, one SGD step.
+
+A family defines its functions once per *static* setting (hidden sizes, number
+of members, index dimension, number of classes, input dimension, regulariser
+mode): a builder cached with ``functools.lru_cache`` returns the same function
+objects for the same settings. Every real-valued number (L2 weight, learning
+rate, prior scale, dropout rate, the problem's temperature, ...) travels in a
+``hyper`` NamedTuple of [] f32 arrays bound to those functions by :func:`bind`.
+The Agent record is then a pytree whose leaves are the hyperparameters, so
+
+- a second ``make`` with the same settings gives an agent that reuses every
+  compiled program (``fit``, ``run_bandit``, ``estimate_kl``), whatever the
+  hyperparameter values;
+- a grid of hyperparameters is one vmapped program (``vmap_hyperparameters``).
+
+Functions bound by ``bind`` take ``hyper`` as their first argument:
+``init(hyper, key, spec)``, ``update(hyper, state, batch, key)``,
+``sample_logits(hyper, state, key, x)``, ``member_logits(hyper, state, x)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from decision_bench.agents.base import Agent
+
+
+def as_hyper(cls: type, **values: Any) -> Any:
+    """``cls(**values)`` with every value a [] f32 array (a hyperparameter leaf)."""
+    return cls(**{name: jnp.asarray(value, jnp.float32) for name, value in values.items()})
+
+
+def bind(
+    hyper: NamedTuple,
+    init: Callable,
+    update: Callable,
+    sample_logits: Callable,
+    member_logits: Callable | None = None,
+    **record: Any,
+) -> Agent:
+    """The Agent whose functions are the given ones with ``hyper`` bound first.
+
+    record: the static fields of the Agent (num_steps, name, update_mode).
+    """
+    bound = lambda fn: None if fn is None else jax.tree_util.Partial(fn, hyper)  # noqa: E731
+    return Agent(bound(init), bound(update), bound(sample_logits), bound(member_logits), **record)
+
+
+def hyperparameters_of(agent: Agent) -> Any:
+    """The hyper NamedTuple bound to an agent made by :func:`bind` (None otherwise)."""
+    args = agent.init.args
+    return args[0] if args else None
+
+
+def with_hyperparameters(agent: Agent, hyper: Any) -> Agent:
+    """The same agent with another ``hyper`` of the same structure bound (e.g. one
+    point of a grid, or a grid with a leading axis to vmap over)."""
+    rebound = lambda fn: None if fn is None else jax.tree_util.Partial(fn.func, hyper)  # noqa: E731
+    return agent.replace(
+        init=rebound(agent.init),
+        update=rebound(agent.update),
+        sample_logits=rebound(agent.sample_logits),
+        member_logits=rebound(agent.member_logits),
+    )
+
+
+def adam(learning_rate: jax.Array) -> optax.GradientTransformation:
+    """Adam with a traced learning rate: built inside the traced function from the
+    hyperparameter leaf, so the step size is data, not a compiled-in constant.
+    Its state does not depend on the learning rate, so ``init`` may pass any value."""
+    return optax.adam(learning_rate)
+
+
+def sgd_step(
+    loss_fn: Callable[..., jax.Array],
+    params: Any,
+    opt_state: Any,
+    learning_rate: jax.Array,
+    *loss_args: Any,
+) -> tuple[Any, Any]:
+    """One optimiser step on ``loss_fn(params, *loss_args)``: (params, opt_state).
+
+    The one gradient -> Adam -> apply step that every trained family uses.
+    """
+    grads = jax.grad(loss_fn)(params, *loss_args)
+    updates, opt_state = adam(learning_rate).update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
