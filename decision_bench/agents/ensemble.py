@@ -32,21 +32,16 @@ drawn at init and stored; a batch looks them up at ``Batch.index % length``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from decision_bench._validation import check_choice, check_int, check_nonnegative, check_sizes
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.mlp import (
-    MLP,
-    check_common,
-    check_same_spec,
-    cross_entropy,
-    sum_of_squares,
-)
+from decision_bench.agents.core import adam, as_hyper, bind, sgd_step
+from decision_bench.agents.mlp import MLP, check_common, cross_entropy, sum_of_squares
 from decision_bench.agents.regularization import decayed_weight
 from decision_bench.priors import init_mlp_layers, mlp_forward
 from decision_bench.specs import ProblemSpec
@@ -112,16 +107,40 @@ class EnsemblePlusState(NamedTuple):
     bootstrap_weights: jax.Array  # [M, L] f32, mean 1 (L = 1 for "none")
 
 
+class EnsembleHyper(NamedTuple):
+    """Real-valued hyperparameters, [] f32 leaves (see agents/core.py); prior_scale
+    is unused by ensemble (it has no prior networks)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    prior_scale: jax.Array
+    temperature: jax.Array  # the problem's beta: scales the L2 decay and the prior output
+
+
 def l2_weight(spec: ProblemSpec, config: EnsembleConfig, num_seen: jax.Array) -> jax.Array:
     """Weight on sum over members of theta**2: l2 * d sqrt(beta) / (M T) (testbed),
-    l2 * 2 sqrt(beta) / (M t) (sequential). Returns a [] f32."""
-    return decayed_weight(
-        config.l2,
-        num_seen,
-        input_dim=spec.input_dim,
+    l2 * 2 sqrt(beta) / (M t) (sequential), for a spec and config. Returns a [] f32."""
+    hyper = as_hyper(
+        EnsembleHyper, l2=config.l2, learning_rate=config.learning_rate, prior_scale=0.0,
         temperature=spec.temperature,
-        mode=config.regularization,
+    )
+    return _l2_weight(
+        hyper, num_seen, input_dim=spec.input_dim, regularization=config.regularization,
         num_members=config.num_ensemble,
+    )
+
+
+def _l2_weight(
+    hyper: EnsembleHyper, num_seen: jax.Array, *, input_dim: int, regularization: str, num_members: int
+) -> jax.Array:
+    """The weight above from the hyperparameter leaves."""
+    return decayed_weight(
+        hyper.l2,
+        num_seen,
+        input_dim=input_dim,
+        temperature=hyper.temperature,
+        mode=regularization,
+        num_members=num_members,
     )
 
 
@@ -152,86 +171,123 @@ def _select(tree: Any, index: jax.Array) -> Any:
     return jax.tree.map(lambda leaf: leaf[index], tree)
 
 
-def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
-    num_members = config.num_ensemble
-    net = MLP(tuple(config.hidden_sizes), spec.num_classes, nonzero_first_bias=plus)
-    optimizer = optax.adam(config.learning_rate)
-    if plus:
-        prior_sizes = (spec.input_dim, *config.prior_hidden_sizes, spec.num_classes)
-        prior_multiplier = config.prior_scale / spec.temperature**0.5
-        weights_length = config.bootstrap_size or (spec.num_train or DEFAULT_BOOTSTRAP_SIZE)
-        # "none" keeps a [M, 1] table of ones: the lookup stays the same code and
-        # nothing of size M x L is stored for it.
-        if config.bootstrap == "none":
-            weights_length = 1
+@functools.lru_cache(maxsize=None)
+def _functions(
+    plus: bool,
+    num_members: int,
+    hidden_sizes: tuple[int, ...],
+    prior_hidden_sizes: tuple[int, ...],
+    num_classes: int,
+    input_dim: int,
+    regularization: str,
+    member_sampling: str,
+    bootstrap: str,
+    weights_length: int,
+):
+    """The ensemble's functions for one static setting (shapes, modes); every
+    real-valued hyperparameter arrives in ``hyper``."""
+    net = MLP(hidden_sizes, num_classes, nonzero_first_bias=plus)
+    prior_sizes = (input_dim, *prior_hidden_sizes, num_classes)
 
-    def member_forward(params: Any, prior_params: Any, x: jax.Array) -> jax.Array:
+    def member_forward(hyper: EnsembleHyper, params: Any, prior_params: Any, x: jax.Array) -> jax.Array:
         """One member: x [n, d] -> [n, C]."""
         logits = net.apply(params, x)
         if plus:
+            prior_multiplier = hyper.prior_scale / jnp.sqrt(hyper.temperature)
             logits = logits + prior_multiplier * mlp_forward(prior_params, x, "relu")
         return logits
 
-    def all_members(state: Any, x: jax.Array) -> jax.Array:
+    def all_members(hyper: EnsembleHyper, state: Any, x: jax.Array) -> jax.Array:
         """x [n, d] -> [M, n, C]."""
         prior_params = state.prior_params if plus else None
         prior_axis = 0 if plus else None
-        return jax.vmap(member_forward, (0, prior_axis, None))(state.params, prior_params, x)
+        return jax.vmap(member_forward, (None, 0, prior_axis, None))(
+            hyper, state.params, prior_params, x
+        )
 
     def init_prior(key: jax.Array) -> tuple:
         """One member's fixed prior network (enn's nonzero_bias=True initialisation)."""
         return init_mlp_layers(
-            key, prior_sizes, first_bias_std=spec.input_dim**-0.5, first_bias_truncated=True
+            key, prior_sizes, first_bias_std=input_dim**-0.5, first_bias_truncated=True
         )
 
-    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> Any:
-        check_same_spec(spec_, spec)
+    def init(hyper: EnsembleHyper, key: jax.Array, spec: ProblemSpec | None = None) -> Any:
+        del spec  # the shapes are fixed by the static setting
         k_net, k_prior, k_boot = jax.random.split(key, 3)
-        dummy = jnp.zeros((1, spec.input_dim), jnp.float32)
+        dummy = jnp.zeros((1, input_dim), jnp.float32)
         params = jax.vmap(net.init, (0, None))(jax.random.split(k_net, num_members), dummy)
-        opt_state = optimizer.init(params)
+        opt_state = adam(hyper.learning_rate).init(params)
         if not plus:
             return EnsembleState(params=params, opt_state=opt_state)
         return EnsemblePlusState(
             params=params,
             opt_state=opt_state,
             prior_params=jax.vmap(init_prior)(jax.random.split(k_prior, num_members)),
-            bootstrap_weights=bootstrap_weights(
-                k_boot, config.bootstrap, (num_members, weights_length)
-            ),
+            bootstrap_weights=bootstrap_weights(k_boot, bootstrap, (num_members, weights_length)),
         )
 
-    def loss_fn(params: Any, state: Any, batch: Batch, key: jax.Array) -> jax.Array:
-        logits = all_members(state._replace(params=params), batch.x)  # [M, B, C]
+    def loss_fn(params: Any, hyper: EnsembleHyper, state: Any, batch: Batch, key: jax.Array) -> jax.Array:
+        logits = all_members(hyper, state._replace(params=params), batch.x)  # [M, B, C]
         xent = cross_entropy(logits, batch.y)  # [M, B]
         if plus:
-            length = state.bootstrap_weights.shape[1]
-            xent = xent * state.bootstrap_weights[:, batch.index % length]
-        weights = member_weights(key, num_members, config.member_sampling)  # [M]
+            xent = xent * state.bootstrap_weights[:, batch.index % weights_length]
+        weights = member_weights(key, num_members, member_sampling)  # [M]
         data_loss = (weights * xent.mean(axis=1)).sum()
-        return data_loss + l2_weight(spec, config, batch.num_seen) * sum_of_squares(params)
-
-    def update(state: Any, batch: Batch, key: jax.Array) -> Any:
-        # the key draws this step's member indices; bootstrap weights were drawn at init
-        grads = jax.grad(loss_fn)(state.params, state, batch, key)  # prior params get no gradient
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        return state._replace(
-            params=optax.apply_updates(state.params, updates), opt_state=opt_state
+        decay = _l2_weight(
+            hyper,
+            batch.num_seen,
+            input_dim=input_dim,
+            regularization=regularization,
+            num_members=num_members,
         )
+        return data_loss + decay * sum_of_squares(params)
 
-    def sample_logits(state: Any, key: jax.Array, x: jax.Array) -> jax.Array:
+    def update(hyper: EnsembleHyper, state: Any, batch: Batch, key: jax.Array) -> Any:
+        # the key draws this step's member indices; bootstrap weights were drawn at init
+        params, opt_state = sgd_step(  # prior params get no gradient
+            loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, state, batch, key
+        )
+        return state._replace(params=params, opt_state=opt_state)
+
+    def sample_logits(hyper: EnsembleHyper, state: Any, key: jax.Array, x: jax.Array) -> jax.Array:
         """One member chosen uniformly at random, applied to all n inputs: [n, d] -> [n, C]."""
         member = jax.random.randint(key, (), 0, num_members)
         prior_params = _select(state.prior_params, member) if plus else None
-        return member_forward(_select(state.params, member), prior_params, x)
+        return member_forward(hyper, _select(state.params, member), prior_params, x)
 
-    return Agent(
-        init=init,
-        update=update,
-        sample_logits=sample_logits,
-        member_logits=all_members,
-        num_steps=config.num_steps,
-        name="ensemble+" if plus else "ensemble",
+    return init, update, sample_logits, all_members
+
+
+def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
+    weights_length, prior_hidden_sizes, bootstrap, prior_scale = 1, (), "none", 0.0
+    if plus:
+        prior_hidden_sizes, bootstrap = tuple(config.prior_hidden_sizes), config.bootstrap
+        prior_scale = config.prior_scale
+        # "none" keeps a [M, 1] table of ones: the lookup stays the same code and
+        # nothing of size M x L is stored for it.
+        if bootstrap != "none":
+            weights_length = config.bootstrap_size or (spec.num_train or DEFAULT_BOOTSTRAP_SIZE)
+    functions = _functions(
+        plus,
+        config.num_ensemble,
+        tuple(config.hidden_sizes),
+        prior_hidden_sizes,
+        spec.num_classes,
+        spec.input_dim,
+        config.regularization,
+        config.member_sampling,
+        bootstrap,
+        weights_length,
+    )
+    hyper = as_hyper(
+        EnsembleHyper,
+        l2=config.l2,
+        learning_rate=config.learning_rate,
+        prior_scale=prior_scale,
+        temperature=spec.temperature,
+    )
+    return bind(
+        hyper, *functions, num_steps=config.num_steps, name="ensemble+" if plus else "ensemble"
     )
 
 
