@@ -224,6 +224,32 @@ class CoinsPrior:
         return jax.nn.one_hot(index, self.num_coins, dtype=jnp.float32)
 
 
+def _register_with_temperature_as_data(cls: type, static_fields: tuple[str, ...]) -> None:
+    """Makes a prior a pytree whose one leaf is its temperature.
+
+    Jitted code can then take a prior as an ordinary argument: priors that differ
+    only in temperature share one compiled program (the temperature only divides
+    logits; shapes never depend on it). Unflattening bypasses ``__init__``, whose
+    checks need concrete numbers and would reject a traced temperature.
+    """
+
+    def flatten(prior):
+        return (prior.temperature,), tuple(getattr(prior, name) for name in static_fields)
+
+    def unflatten(static, leaves):
+        prior = object.__new__(cls)
+        for name, value in zip(static_fields, static):
+            object.__setattr__(prior, name, value)
+        object.__setattr__(prior, "temperature", leaves[0])
+        return prior
+
+    jax.tree_util.register_pytree_node(cls, flatten, unflatten)
+
+
+_register_with_temperature_as_data(MLPPrior, ("input_dim", "hidden_sizes", "activation", "num_classes"))
+_register_with_temperature_as_data(LogisticPrior, ("input_dim", "num_classes"))
+_register_with_temperature_as_data(CoinsPrior, ("num_coins", "num_classes"))
+
 PRIORS = ("mlp", "logistic", "coins")
 
 

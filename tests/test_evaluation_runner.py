@@ -126,22 +126,3 @@ def test_summary_is_normalised_to_mlp():
     table = command.summary_table(rows)
     np.testing.assert_allclose(table.loc["x"].to_numpy(), [0.5, 1.5])
     np.testing.assert_allclose(table.loc["mlp"].to_numpy(), [1.0, 1.0])
-
-
-def test_program_key_sees_constants_inside_nested_jit():
-    """Compiled programs are reused only when identical: two functions that differ
-    only in an array closed over by a nested jit must not share a program."""
-    from decision_bench.evaluation.runner import _program_key
-
-    def make_fn(weights):
-        @jax.jit
-        def inner(x):
-            return x * weights
-
-        return lambda x: inner(x) + 1
-
-    x = jax.numpy.ones(3)
-    first = _program_key(make_fn(jax.numpy.arange(3.0)), x)
-    assert first == _program_key(make_fn(jax.numpy.arange(3.0)), x)
-    assert first != _program_key(make_fn(jax.numpy.arange(3.0) + 1), x)
-    assert first != _program_key(make_fn(jax.numpy.arange(3.0)), jax.numpy.ones((2, 3)))

@@ -59,9 +59,9 @@ def _count_calls(monkeypatch, compute):
     """Replaces compute_testbed_cell by ``compute``; returns the list of cell ids it is called with."""
     calls = []
 
-    def counted(cell, compile_cache=None):
+    def counted(cell):
         calls.append(cell.id)
-        return compute(cell, compile_cache)
+        return compute(cell)
 
     monkeypatch.setattr(command, "compute_testbed_cell", counted)
     return calls
@@ -94,7 +94,7 @@ def test_csv_is_built_from_the_cells_with_run_testbeds_columns_and_rows(run_dir)
 def test_same_command_again_computes_nothing_and_writes_the_same_csv(copy_of_run, monkeypatch, capsys):
     before_csv = (copy_of_run / "testbed.csv").read_bytes()
     before_cells = {path: path.stat().st_mtime_ns for path in _cell_files(copy_of_run)}
-    calls = _count_calls(monkeypatch, lambda cell, cache: pytest.fail(f"recomputed {cell.id}"))
+    calls = _count_calls(monkeypatch, lambda cell: pytest.fail(f"recomputed {cell.id}"))
     assert cli.main(_argv(copy_of_run)) == 0
     assert calls == []
     assert (copy_of_run / "testbed.csv").read_bytes() == before_csv
@@ -118,7 +118,7 @@ def test_corrupt_cell_is_warned_about_and_alone_recomputed(copy_of_run, run_dir,
     stored = _stored_rows(run_dir)
     corrupt = _cell_files(copy_of_run)[0]
     corrupt.write_text(corrupt.read_text()[:100])  # as if cut off mid-write by another tool
-    calls = _count_calls(monkeypatch, lambda cell, cache: stored[cell.id])
+    calls = _count_calls(monkeypatch, lambda cell: stored[cell.id])
     # The command may print warnings itself (one line on stderr) or leave them to
     # the warnings module: either way the file must be named.
     with warnings.catch_warnings(record=True) as recorded:
@@ -134,7 +134,7 @@ def test_interrupted_run_keeps_finished_cells_and_resumes_from_them(run_dir, tmp
     stored = _stored_rows(run_dir)
     out = tmp_path / "run"
 
-    def interrupted_second(cell, cache):
+    def interrupted_second(cell):
         if len(calls) == 2:
             raise KeyboardInterrupt
         return stored[cell.id]
@@ -145,7 +145,7 @@ def test_interrupted_run_keeps_finished_cells_and_resumes_from_them(run_dir, tmp
     assert len(_cell_files(out)) == 1 and not (out / "testbed.csv").exists()
     first, second = calls
 
-    calls = _count_calls(monkeypatch, lambda cell, cache: stored[cell.id])
+    calls = _count_calls(monkeypatch, lambda cell: stored[cell.id])
     assert cli.main(_argv(out)) == 0
     assert calls == [second] and first != second
     assert (out / "testbed.csv").read_bytes() == (run_dir / "testbed.csv").read_bytes()
@@ -154,7 +154,7 @@ def test_interrupted_run_keeps_finished_cells_and_resumes_from_them(run_dir, tmp
 def test_other_arguments_get_their_own_cells_and_are_never_mixed_in(copy_of_run, run_dir, monkeypatch):
     stored = _stored_rows(run_dir)
     by_agent = {rows["agent"][0]: rows for rows in stored.values()}
-    calls = _count_calls(monkeypatch, lambda cell, cache: by_agent[cell.agent].assign(num_test=21))
+    calls = _count_calls(monkeypatch, lambda cell: by_agent[cell.agent].assign(num_test=21))
     assert cli.main(_argv(copy_of_run, "--num-test", "21")) == 0
     assert len(calls) == len(AGENTS) and not set(calls) & set(stored)
     assert len(_cell_files(copy_of_run)) == 2 * len(AGENTS)  # the old cells stay, unread

@@ -52,17 +52,19 @@ def fit(
     agent: Agent,
     key: jax.Array,
     train_data: Dataset,
-    spec: ProblemSpec,
+    spec: ProblemSpec | None = None,
     num_steps: int | None = None,
     batch_size: int = 100,
 ) -> Any:
     """Trains ``agent`` on ``train_data`` (x [T, d] f32, y [T] i32); returns its state.
 
     num_steps: SGD steps (None: the agent's default, ``agent.num_steps``). With
-    T = 0 no step is taken and the initial state is returned. Shapes are
-    checked against ``spec`` before tracing, so a mismatch names both shapes.
+    T = 0 no step is taken and the initial state is returned. Given a ``spec``,
+    shapes are checked against it before tracing, so a mismatch names both
+    shapes. Inside jit (spec None) it traces into the caller's program.
     """
-    check_data(train_data, spec)
+    if spec is not None:
+        check_data(train_data, spec)
     steps = agent.num_steps if num_steps is None else check_int("num_steps", num_steps, 0)
     batch_size = check_int("batch_size", batch_size, 1)
     data = Dataset(jnp.asarray(train_data.x, jnp.float32), jnp.asarray(train_data.y, jnp.int32))

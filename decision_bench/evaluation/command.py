@@ -211,13 +211,11 @@ def testbed_cells(
     )
 
 
-def compute_testbed_cell(cell: Cell, compile_cache: dict | None = None) -> pd.DataFrame:
+def compute_testbed_cell(cell: Cell) -> pd.DataFrame:
     """The rows of one testbed cell (``run_testbed`` on its one setting); built from
     the cell alone, so a stored cell can always be recomputed the same way.
-
-    compile_cache: shared across cells so that a program compiled for one setting
-    (e.g. the same agent's evaluation at another T) is not compiled again.
-    """
+    Programs compiled for one cell are reused by the next where they coincide
+    (JAX's jit cache: the same agent at another temperature, say)."""
     problem = dict(cell.problem)
     setting = TestbedSetting(
         input_dim=problem["input_dim"],
@@ -235,7 +233,6 @@ def compute_testbed_cell(cell: Cell, compile_cache: dict | None = None) -> pd.Da
         num_models=problem["num_models"],
         method=problem["method"],
         progress=False,
-        compile_cache=compile_cache,
     )
 
 
@@ -507,10 +504,9 @@ def main(args: argparse.Namespace) -> int:
         parse_agents(args.agents), sweep, seeds, args.num_test, args.num_models, args.method
     )
     out = check_output_dir(args.out)
-    compile_cache: dict = {}  # for this command: programs repeat across settings
     frame = run_cells(
         cells,
-        lambda cell: compute_testbed_cell(cell, compile_cache),
+        compute_testbed_cell,
         ResultsStore(out / CELLS_DIR),
         desc=f"testbed {sweep.name}",
         describe=_describe_testbed,

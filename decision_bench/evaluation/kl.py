@@ -284,7 +284,7 @@ def tau_sample_log_likelihoods(
     return tests.env_log_likelihood, agent_ll
 
 
-_tau_sample_log_likelihoods_jit = jax.jit(tau_sample_log_likelihoods, static_argnums=(2, 5))
+_tau_sample_log_likelihoods_jit = jax.jit(tau_sample_log_likelihoods, static_argnums=5)
 
 
 def summarize(per_sample: np.ndarray, *, strict: bool = True) -> tuple[float, float, float]:

@@ -79,7 +79,7 @@ def classification_metrics(
     return accuracy(probs, y), expected_calibration_error(probs, y, num_bins)
 
 
-_classification_jit = jax.jit(classification_metrics, static_argnums=(2, 5, 6, 7, 8))
+_classification_jit = jax.jit(classification_metrics, static_argnums=(5, 6, 7, 8))
 
 
 @dataclasses.dataclass(frozen=True)

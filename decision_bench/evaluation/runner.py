@@ -23,6 +23,7 @@ that a column's sum is the total time spent.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import platform
 import time
@@ -32,7 +33,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from jax.extend import core as jax_core
 from tqdm.auto import tqdm
 
 from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
@@ -134,60 +134,88 @@ def _seed_list(seeds: int | Iterable[int] | None, sweep: Sweep) -> tuple[int, ..
     return values
 
 
-def _const_bytes(value: Any) -> tuple:
-    if jax.dtypes.issubdtype(getattr(value, "dtype", np.float32), jax.dtypes.prng_key):
-        value = jax.random.key_data(value)
-    array = np.asarray(value)
-    return array.shape, str(array.dtype), array.tobytes()
+class _CompileClock:
+    """Seconds XLA spent compiling, summed from JAX's monitoring events.
 
-
-def _all_consts(closed: jax_core.ClosedJaxpr) -> list[tuple]:
-    """Constants of a closed jaxpr and of every closed jaxpr nested in its equations
-    (a nested jit keeps its closed-over arrays out of the printed text)."""
-    found = [_const_bytes(c) for c in closed.consts]
-    stack = [closed.jaxpr]
-    while stack:
-        for eqn in stack.pop().eqns:
-            for param in eqn.params.values():
-                for sub in param if isinstance(param, (tuple, list)) else (param,):
-                    if isinstance(sub, jax_core.ClosedJaxpr):
-                        found.extend(_const_bytes(c) for c in sub.consts)
-                        stack.append(sub.jaxpr)
-                    elif isinstance(sub, jax_core.Jaxpr):
-                        stack.append(sub)
-    return found
-
-
-def _program_key(fn, *args) -> tuple:
-    """A key equal for two calls exactly when they would compile the same program:
-    the jaxpr text (literals included), the bytes of all closed-over constants
-    (nested ones too) and the argument shapes and dtypes."""
-    closed = jax.make_jaxpr(fn)(*args)
-    avals = tuple((a.shape, str(a.dtype)) for a in jax.tree.leaves(jax.eval_shape(lambda *a: a, *args)))
-    return str(closed.jaxpr), tuple(_all_consts(closed)), avals
-
-
-def _timed_compile(fn, *args, cache: dict | None = None) -> tuple[Any, float]:
-    """Ahead-of-time compile of jax.jit(fn) for args, and the seconds it took.
-
-    With ``cache`` (a dict owned by the caller), a program identical to one
-    compiled before (see _program_key) is reused: e.g. the same agent's
-    evaluation at another training set size, whose sampler does not depend on T.
+    The runner calls ordinary jitted functions (so JAX's own cache, keyed on the
+    agent's functions and the shapes, decides what compiles) and reads how much
+    of a call's wall time was compilation from here.
     """
-    start = time.perf_counter()
-    key = _program_key(fn, *args) if cache is not None else None
-    if key is not None and key in cache:
-        return cache[key], time.perf_counter() - start
-    compiled = jax.jit(fn).lower(*args).compile()
-    if key is not None:
-        cache[key] = compiled
-    return compiled, time.perf_counter() - start
+
+    EVENT = "/jax/core/compile/backend_compile_duration"
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.count = 0
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+
+    def _listen(self, event: str, duration: float, **kwargs: Any) -> None:
+        if event == self.EVENT:
+            self.seconds += duration
+            self.count += 1
 
 
-def _timed_run(compiled, *args) -> tuple[Any, float]:
+_COMPILE_CLOCK = _CompileClock()
+
+
+def _timed(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, float, float]:
+    """(result, seconds computing, seconds compiling) of a jitted call."""
+    compiled_before = _COMPILE_CLOCK.seconds
     start = time.perf_counter()
-    out = jax.block_until_ready(compiled(*args))
-    return out, time.perf_counter() - start
+    out = jax.block_until_ready(fn(*args, **kwargs))
+    wall = time.perf_counter() - start
+    compiling = _COMPILE_CLOCK.seconds - compiled_before
+    return out, max(wall - compiling, 0.0), compiling
+
+
+@functools.partial(jax.jit, static_argnames=("num_train",))
+def _fit_seeds(
+    agent: Agent, prior: Any, env_keys: jax.Array, fit_keys: jax.Array, *, num_train: int
+) -> tuple[Any, Any]:
+    """Samples each seed's environment and training data and fits the agent on it.
+
+    env_keys, fit_keys [S]; returns (env params, agent states), leading axis [S].
+    One program per (agent family and shape, prior shape, num_train): the
+    agent's hyperparameters and the prior's temperature are traced.
+    """
+
+    def one(env_key: jax.Array, fit_key: jax.Array) -> tuple[Any, Any]:
+        env_params, data = sample_environment(env_key, prior, num_train)
+        return env_params, fit(agent, fit_key, data)
+
+    return jax.vmap(one)(env_keys, fit_keys)
+
+
+@functools.partial(jax.jit, static_argnames=("configs", "num_test", "method"))
+def _evaluate_seeds(
+    agent: Agent,
+    prior: Any,
+    states: Any,
+    env_params: Any,
+    eval_keys: jax.Array,
+    *,
+    configs: tuple[EvalConfig, ...],
+    num_test: int,
+    method: str,
+) -> tuple:
+    """Every design's (env, agent) log-likelihoods, accuracy, ECE and a finiteness
+    flag for each seed (leading axis [S])."""
+
+    def one(state: Any, params: Any, key: jax.Array) -> tuple:
+        design_key = jax.random.fold_in(key, DESIGN_TAG)
+        per_design = tuple(
+            tau_sample_log_likelihoods(
+                agent, state, prior, params, jax.random.fold_in(design_key, i), cfg
+            )
+            for i, cfg in enumerate(configs)
+        )
+        acc, ece = classification_metrics(
+            agent, state, prior, params, jax.random.fold_in(key, CLASSIFICATION_KEY_TAG),
+            num_test, method, NUM_SAMPLES, NUM_BINS,
+        )
+        return per_design, acc, ece, params_are_finite(state)
+
+    return jax.vmap(one)(states, env_params, eval_keys)
 
 
 def _run_group(
@@ -201,12 +229,8 @@ def _run_group(
     method: str,
     overrides: Mapping[str, Any],
     max_rows: int,
-    cache: dict,
 ) -> list[dict[str, Any]]:
-    """Fits one agent on one setting for all seeds (vmapped) and evaluates every design.
-
-    cache: compiled programs of this run, reused where a program repeats.
-    """
+    """Fits one agent on one setting for all seeds (vmapped) and evaluates every design."""
     prior = make_prior(setting.prior, setting.input_dim, setting.temperature)
     spec = ProblemSpec(
         input_dim=prior.input_dim,
@@ -236,33 +260,12 @@ def _run_group(
     fit_keys = jax.vmap(lambda k: jax.random.fold_in(k, FIT_TAG))(env_keys)
     eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_TAG))(env_keys)
 
-    def fit_one(env_key, fit_key):
-        env_params, data = sample_environment(env_key, prior, setting.num_train)
-        return env_params, fit(agent, fit_key, data, spec)
-
-    def eval_one(state, env_params, key):
-        design_key = jax.random.fold_in(key, DESIGN_TAG)
-        per_design = tuple(
-            tau_sample_log_likelihoods(
-                agent, state, prior, env_params, jax.random.fold_in(design_key, i), cfg
-            )
-            for i, cfg in enumerate(configs)
-        )
-        acc, ece = classification_metrics(
-            agent, state, prior, env_params, jax.random.fold_in(key, CLASSIFICATION_KEY_TAG),
-            num_test, resolved, NUM_SAMPLES, NUM_BINS,
-        )
-        return per_design, acc, ece, params_are_finite(state)
-
-    fit_all = jax.vmap(fit_one)
-    eval_all = jax.vmap(eval_one)
-    fit_compiled, fit_compile_s = _timed_compile(fit_all, env_keys, fit_keys, cache=cache)
-    (env_params, states), fit_s = _timed_run(fit_compiled, env_keys, fit_keys)
-    eval_compiled, eval_compile_s = _timed_compile(
-        eval_all, states, env_params, eval_keys, cache=cache
+    (env_params, states), fit_s, fit_compile_s = _timed(
+        _fit_seeds, agent, prior, env_keys, fit_keys, num_train=setting.num_train
     )
-    (per_design, acc, ece, finite_params), eval_s = _timed_run(
-        eval_compiled, states, env_params, eval_keys
+    (per_design, acc, ece, finite_params), eval_s, eval_compile_s = _timed(
+        _evaluate_seeds, agent, prior, states, env_params, eval_keys,
+        configs=configs, num_test=num_test, method=resolved,
     )
     if resolved == "exact":
         one_state = jax.tree.map(lambda leaf: leaf[0], states)
@@ -314,7 +317,6 @@ def run_testbed(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: bool = True,
-    compile_cache: dict | None = None,
 ) -> pd.DataFrame:
     """Fits and evaluates agents on a sweep; returns one row per problem and design.
 
@@ -323,9 +325,9 @@ def run_testbed(
     SWEEP_NAMES or a Sweep; seeds: None (the sweep's default count), a count n
     (seeds 0..n-1) or distinct seeds; num_test, num_models, method: as in
     ``estimate_kl``; overrides: {agent name: {hyperparameter: value}};
-    max_rows: the evaluation memory bound, shared by the vmapped seeds;
-    compile_cache: a dict the caller owns, to reuse compiled programs across
-    calls (e.g. one call per setting); None: a fresh one for this call.
+    max_rows: the evaluation memory bound, shared by the vmapped seeds.
+    Programs are compiled once per agent family and shape, prior shape and T,
+    and reused across calls in the process (JAX's jit cache).
 
     Columns: COLUMNS. ``kl`` is NaN (never a silent average) when fewer than
     half the per-sample estimates were finite; ``fraction_finite`` says how many
@@ -346,8 +348,6 @@ def run_testbed(
         raise ValueError(f"overrides name agents that are not run: {unknown}; agents are {list(agents)}")
     groups = [(a, s) for a in agents for s in sweep.settings]
     rows: list[dict[str, Any]] = []
-    # Compiled programs; reused only for identical programs (_program_key).
-    cache: dict = {} if compile_cache is None else compile_cache
     bar = tqdm(groups, desc=f"testbed {sweep.name}", unit="setting", disable=not progress)
     for agent_name, setting in bar:
         bar.set_postfix_str(
@@ -365,7 +365,6 @@ def run_testbed(
                 method,
                 overrides.get(agent_name, {}),
                 max_rows,
-                cache,
             )
         )
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
