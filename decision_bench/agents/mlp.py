@@ -128,10 +128,16 @@ class MLPHyper(NamedTuple):
     temperature: jax.Array  # the problem's beta, which scales the decayed L2 weight
 
 
-def l2_weight(
+def l2_weight(spec: ProblemSpec, config: MLPConfig, num_seen: jax.Array) -> jax.Array:
+    """The L2 weight after num_seen observations for a spec and config. Returns a [] f32."""
+    hyper = as_hyper(MLPHyper, l2=config.l2, learning_rate=config.learning_rate, temperature=spec.temperature)
+    return _l2_weight(hyper, num_seen, input_dim=spec.input_dim, regularization=config.regularization)
+
+
+def _l2_weight(
     hyper: MLPHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
 ) -> jax.Array:
-    """The L2 weight after num_seen observations. Returns a [] f32."""
+    """The L2 weight after num_seen observations, from the hyperparameter leaves."""
     return decayed_weight(
         hyper.l2,
         num_seen,
@@ -154,7 +160,7 @@ def _functions(hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, 
 
     def loss_fn(params: Any, hyper: MLPHyper, batch: Batch) -> jax.Array:
         data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
-        weight = l2_weight(hyper, batch.num_seen, input_dim=input_dim, regularization=regularization)
+        weight = _l2_weight(hyper, batch.num_seen, input_dim=input_dim, regularization=regularization)
         return data_loss + weight * sum_of_squares(params)
 
     def update(hyper: MLPHyper, state: MLPState, batch: Batch, key: jax.Array) -> MLPState:
