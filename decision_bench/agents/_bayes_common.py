@@ -19,23 +19,33 @@ from decision_bench.priors import mlp_forward
 from decision_bench.specs import ProblemSpec
 
 
-def check_inputs(x: jax.Array, spec: ProblemSpec, where: str) -> None:
-    """Static (trace-time) shape check: x must be [n, spec.input_dim]."""
-    if x.ndim != 2 or x.shape[-1] != spec.input_dim:
+def check_input_dim(x: jax.Array, input_dim: int, where: str) -> None:
+    """Static (trace-time) shape check: x must be [n, input_dim]."""
+    if x.ndim != 2 or x.shape[-1] != input_dim:
         raise ValueError(
             f"{where}: inputs have shape {tuple(x.shape)}, but the spec expects "
-            f"[n, {spec.input_dim}] (input_dim={spec.input_dim})"
+            f"[n, {input_dim}] (input_dim={input_dim})"
         )
 
 
-def check_batch(x: jax.Array, y: jax.Array, spec: ProblemSpec, where: str) -> None:
+def check_batch_dim(x: jax.Array, y: jax.Array, input_dim: int, where: str) -> None:
     """x must be [B, input_dim] and y [B]."""
-    check_inputs(x, spec, where)
+    check_input_dim(x, input_dim, where)
     if y.shape != x.shape[:1]:
         raise ValueError(
             f"{where}: labels have shape {tuple(y.shape)}, inputs {tuple(x.shape)}; "
             f"expected labels of shape ({x.shape[0]},)"
         )
+
+
+def check_inputs(x: jax.Array, spec: ProblemSpec, where: str) -> None:
+    """``check_input_dim`` against ``spec.input_dim``."""
+    check_input_dim(x, spec.input_dim, where)
+
+
+def check_batch(x: jax.Array, y: jax.Array, spec: ProblemSpec, where: str) -> None:
+    """``check_batch_dim`` against ``spec.input_dim``."""
+    check_batch_dim(x, y, spec.input_dim, where)
 
 
 def check_sizes_or_empty(name: str, value: Any) -> tuple[int, ...]:

@@ -6,21 +6,29 @@
   ignores data, so it is the "knows the prior, learns nothing" reference.
 - ``logistic``: linear softmax regression, cross-entropy plus L2 with the same
   decayed schedule as mlp; a point estimate, so samples are deterministic.
+
+Each is defined once per static setting (``functools.lru_cache``d builders) and
+its real-valued hyperparameters are bound as [] f32 leaves (agents/core.py):
+uniform has none (static: num_classes); prior has the temperature (static:
+input_dim, hidden_sizes, activation, num_classes); logistic has l2,
+learning_rate and the temperature (static: input_dim, num_classes,
+regularization, num_steps).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import optax
 
 from decision_bench._validation import check_choice
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.mlp import check_common, check_same_spec, cross_entropy, sum_of_squares
+from decision_bench.agents.core import adam, as_hyper, bind, sgd_step
+from decision_bench.agents.mlp import check_common, cross_entropy, sum_of_squares
 from decision_bench.agents.regularization import decayed_weight
 from decision_bench.priors import ACTIVATIONS, MLPPrior
 from decision_bench.specs import ProblemSpec
@@ -32,8 +40,13 @@ class StepState(NamedTuple):
     step: jax.Array  # [] i32
 
 
-def _count_step(state: StepState, batch: Batch, key: jax.Array) -> StepState:
-    del batch, key  # data-independent agents
+def _init_step(hyper: Any, key: jax.Array, spec: ProblemSpec | None = None) -> StepState:
+    del hyper, key, spec  # nothing to draw; the shapes are fixed by the static setting
+    return StepState(step=jnp.zeros((), jnp.int32))
+
+
+def _count_step(hyper: Any, state: StepState, batch: Batch, key: jax.Array) -> StepState:
+    del hyper, batch, key  # data-independent agents
     return StepState(step=state.step + 1)
 
 
@@ -47,23 +60,29 @@ class UniformConfig:
         check_common(self)
 
 
+class UniformHyper(NamedTuple):
+    """uniform has no real-valued hyperparameters."""
+
+
+@functools.lru_cache(maxsize=None)
+def _uniform_functions(num_classes: int):
+    """uniform's functions for one number of classes (the same objects each time)."""
+
+    def sample_logits(hyper: UniformHyper, state: StepState, key: jax.Array, x: jax.Array) -> jax.Array:
+        """[n, d] -> zeros [n, C]."""
+        del hyper, state, key
+        return jnp.zeros((x.shape[0], num_classes), jnp.float32)
+
+    def member_logits(hyper: UniformHyper, state: StepState, x: jax.Array) -> jax.Array:
+        return sample_logits(hyper, state, None, x)[None]
+
+    return _init_step, _count_step, sample_logits, member_logits
+
+
 def make_uniform(spec: ProblemSpec, config: UniformConfig) -> Agent:
     del config
-
-    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> StepState:
-        del key
-        check_same_spec(spec_, spec)
-        return StepState(step=jnp.zeros((), jnp.int32))
-
-    def sample_logits(state: StepState, key: jax.Array, x: jax.Array) -> jax.Array:
-        """[n, d] -> zeros [n, C]."""
-        del state, key
-        return jnp.zeros((x.shape[0], spec.num_classes), jnp.float32)
-
-    def member_logits(state: StepState, x: jax.Array) -> jax.Array:
-        return sample_logits(state, None, x)[None]
-
-    return Agent(init, _count_step, sample_logits, member_logits, num_steps=0, name="uniform")
+    functions = _uniform_functions(spec.num_classes)
+    return bind(UniformHyper(), *functions, num_steps=0, name="uniform")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,26 +98,35 @@ class PriorConfig:
         check_choice("activation", self.activation, ACTIVATIONS)
 
 
-def make_prior_agent(spec: ProblemSpec, config: PriorConfig) -> Agent:
-    prior = MLPPrior(
-        spec.input_dim,
-        tuple(config.hidden_sizes),
-        config.activation,
-        spec.num_classes,
-        spec.temperature,
-    )
+class PriorHyper(NamedTuple):
+    """The prior agent's real-valued hyperparameter, a [] f32 leaf."""
 
-    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> StepState:
-        del key
-        check_same_spec(spec_, spec)
-        return StepState(step=jnp.zeros((), jnp.int32))
+    temperature: jax.Array  # the problem's beta: raw prior logits are divided by it
 
-    def sample_logits(state: StepState, key: jax.Array, x: jax.Array) -> jax.Array:
+
+@functools.lru_cache(maxsize=None)
+def _prior_functions(
+    input_dim: int, hidden_sizes: tuple[int, ...], activation: str, num_classes: int
+):
+    """The prior agent's functions for one architecture (the same objects each time)."""
+    # The generative model's architecture only: its temperature is data (hyper),
+    # applied below to raw_logits exactly as MLPPrior.logits applies its own.
+    prior = MLPPrior(input_dim, hidden_sizes, activation, num_classes)
+
+    def sample_logits(hyper: PriorHyper, state: StepState, key: jax.Array, x: jax.Array) -> jax.Array:
         """A fresh environment from the prior (from key), applied to all n inputs: [n, C]."""
         del state
-        return prior.logits(prior.init(key), x)
+        return prior.raw_logits(prior.init(key), x) / hyper.temperature
 
-    return Agent(init, _count_step, sample_logits, num_steps=0, name="prior")
+    return _init_step, _count_step, sample_logits
+
+
+def make_prior_agent(spec: ProblemSpec, config: PriorConfig) -> Agent:
+    functions = _prior_functions(
+        spec.input_dim, tuple(config.hidden_sizes), config.activation, spec.num_classes
+    )
+    hyper = as_hyper(PriorHyper, temperature=spec.temperature)
+    return bind(hyper, *functions, num_steps=0, name="prior")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,46 +147,81 @@ class LogisticState(NamedTuple):
     opt_state: Any
 
 
-def l2_weight(spec: ProblemSpec, config: LogisticConfig, num_seen: jax.Array) -> jax.Array:
-    """Same schedule as mlp: l2 * d sqrt(beta) / T or l2 * 2 sqrt(beta) / t. [] f32."""
-    return decayed_weight(
-        config.l2,
-        num_seen,
-        input_dim=spec.input_dim,
-        temperature=spec.temperature,
-        mode=config.regularization,
+class LogisticHyper(NamedTuple):
+    """logistic's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    temperature: jax.Array  # the problem's beta, which scales the decayed L2 weight
+
+
+def _logistic_hyper(spec: ProblemSpec, config: LogisticConfig) -> LogisticHyper:
+    return as_hyper(
+        LogisticHyper, l2=config.l2, learning_rate=config.learning_rate, temperature=spec.temperature
     )
 
 
-def make_logistic(spec: ProblemSpec, config: LogisticConfig) -> Agent:
+def l2_weight(spec: ProblemSpec, config: LogisticConfig, num_seen: jax.Array) -> jax.Array:
+    """Same schedule as mlp: l2 * d sqrt(beta) / T or l2 * 2 sqrt(beta) / t. [] f32."""
+    return _l2_weight(
+        _logistic_hyper(spec, config),
+        num_seen,
+        input_dim=spec.input_dim,
+        regularization=config.regularization,
+    )
+
+
+def _l2_weight(
+    hyper: LogisticHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
+) -> jax.Array:
+    """The weight above from the hyperparameter leaves."""
+    return decayed_weight(
+        hyper.l2,
+        num_seen,
+        input_dim=input_dim,
+        temperature=hyper.temperature,
+        mode=regularization,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _logistic_functions(input_dim: int, num_classes: int, regularization: str):
+    """logistic's functions for one static setting (the same objects each time)."""
     # Zero init: the L2-regularised objective is strictly convex, so the start
     # only affects speed, and zeros make the first prediction uniform.
-    net = nn.Dense(spec.num_classes, kernel_init=nn.initializers.zeros)
-    optimizer = optax.adam(config.learning_rate)
+    net = nn.Dense(num_classes, kernel_init=nn.initializers.zeros)
 
-    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> LogisticState:
-        check_same_spec(spec_, spec)
-        params = net.init(key, jnp.zeros((1, spec.input_dim), jnp.float32))
-        return LogisticState(params=params, opt_state=optimizer.init(params))
+    def init(hyper: LogisticHyper, key: jax.Array, spec: ProblemSpec | None = None) -> LogisticState:
+        del spec  # the shapes are fixed by the static setting
+        params = net.init(key, jnp.zeros((1, input_dim), jnp.float32))
+        return LogisticState(params=params, opt_state=adam(hyper.learning_rate).init(params))
 
-    def loss_fn(params: Any, batch: Batch) -> jax.Array:
+    def loss_fn(params: Any, hyper: LogisticHyper, batch: Batch) -> jax.Array:
         data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
-        return data_loss + l2_weight(spec, config, batch.num_seen) * sum_of_squares(params)
+        weight = _l2_weight(hyper, batch.num_seen, input_dim=input_dim, regularization=regularization)
+        return data_loss + weight * sum_of_squares(params)
 
-    def update(state: LogisticState, batch: Batch, key: jax.Array) -> LogisticState:
+    def update(hyper: LogisticHyper, state: LogisticState, batch: Batch, key: jax.Array) -> LogisticState:
         del key
-        grads = jax.grad(loss_fn)(state.params, batch)
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        return LogisticState(params=optax.apply_updates(state.params, updates), opt_state=opt_state)
+        params, opt_state = sgd_step(
+            loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch
+        )
+        return LogisticState(params=params, opt_state=opt_state)
 
-    def sample_logits(state: LogisticState, key: jax.Array, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: LogisticHyper, state: LogisticState, key: jax.Array, x: jax.Array) -> jax.Array:
         """[n, d] -> [n, C]; deterministic (key unused)."""
-        del key
+        del hyper, key
         return net.apply(state.params, x)
 
-    def member_logits(state: LogisticState, x: jax.Array) -> jax.Array:
+    def member_logits(hyper: LogisticHyper, state: LogisticState, x: jax.Array) -> jax.Array:
+        del hyper
         return net.apply(state.params, x)[None]
 
-    return Agent(
-        init, update, sample_logits, member_logits, num_steps=config.num_steps, name="logistic"
+    return init, update, sample_logits, member_logits
+
+
+def make_logistic(spec: ProblemSpec, config: LogisticConfig) -> Agent:
+    functions = _logistic_functions(spec.input_dim, spec.num_classes, config.regularization)
+    return bind(
+        _logistic_hyper(spec, config), *functions, num_steps=config.num_steps, name="logistic"
     )

@@ -17,11 +17,15 @@ why its record says ``update_mode="online"``:
 - For a fixed data set, one ``update`` with the whole data set as the batch is
   the exact posterior; ``num_steps`` is 1 so ``fit`` does exactly that when its
   batch is the full data set.
+
+Static: the number of arms (input_dim). Data (``BetaBernoulliHyper``):
+prior_alpha and prior_beta, so one compiled program serves every prior.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -29,6 +33,7 @@ import jax.numpy as jnp
 
 from decision_bench._validation import check_choice, check_positive
 from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.core import as_hyper, bind
 from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.specs import ProblemSpec
 
@@ -66,42 +71,61 @@ def _logits(p: jax.Array) -> jax.Array:
     return jnp.stack([jnp.log1p(-p), jnp.log(p)], axis=-1)
 
 
+class BetaBernoulliHyper(NamedTuple):
+    """The Beta prior of every arm, [] f32 leaves (see agents/core.py)."""
+
+    prior_alpha: jax.Array
+    prior_beta: jax.Array
+
+
+@functools.lru_cache(maxsize=None)
+def _functions(num_arms: int):
+    """The agent's functions for one number of arms (the same objects each time)."""
+
+    def init(
+        hyper: BetaBernoulliHyper, key: jax.Array, spec: ProblemSpec | None = None
+    ) -> BetaBernoulliState:
+        del key, spec  # the prior is deterministic; the shapes are fixed by num_arms
+        return BetaBernoulliState(
+            alpha=jnp.full((num_arms,), hyper.prior_alpha, jnp.float32),
+            beta=jnp.full((num_arms,), hyper.prior_beta, jnp.float32),
+        )
+
+    def update(
+        hyper: BetaBernoulliHyper, state: BetaBernoulliState, batch: Batch, key: jax.Array
+    ) -> BetaBernoulliState:
+        """Conjugate update with every example of the batch: x [B, A] one-hot, y [B]."""
+        del hyper, key
+        y = batch.y.astype(jnp.float32)
+        x = batch.x.astype(jnp.float32)
+        return BetaBernoulliState(alpha=state.alpha + y @ x, beta=state.beta + (1.0 - y) @ x)
+
+    def sample_logits(
+        hyper: BetaBernoulliHyper, state: BetaBernoulliState, key: jax.Array, x: jax.Array
+    ) -> jax.Array:
+        """One joint draw p ~ Beta(alpha, beta) of all arms, read at x [n, A] -> [n, 2]."""
+        del hyper
+        p = jax.random.beta(key, state.alpha, state.beta)
+        return _logits(x @ p)
+
+    return init, update, sample_logits
+
+
 def make_beta_bernoulli(spec: ProblemSpec, config: BetaBernoulliConfig) -> Agent:
     """The exact Thompson agent for ``spec.input_dim`` arms with one-hot inputs."""
     if spec.num_classes != 2:
         raise ValueError(
             f"beta_bernoulli needs num_classes = 2 (reward 0 or 1), got {spec.num_classes}"
         )
-    num_arms = spec.input_dim
-
-    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> BetaBernoulliState:
-        del key  # the prior is deterministic
-        if spec_ is not None and spec_ != spec:
-            raise ValueError(f"init got spec {spec_!r}, but the agent was built for {spec!r}")
-        return BetaBernoulliState(
-            alpha=jnp.full((num_arms,), config.prior_alpha, jnp.float32),
-            beta=jnp.full((num_arms,), config.prior_beta, jnp.float32),
-        )
-
-    def update(state: BetaBernoulliState, batch: Batch, key: jax.Array) -> BetaBernoulliState:
-        """Conjugate update with every example of the batch: x [B, A] one-hot, y [B]."""
-        del key
-        y = batch.y.astype(jnp.float32)
-        x = batch.x.astype(jnp.float32)
-        return BetaBernoulliState(alpha=state.alpha + y @ x, beta=state.beta + (1.0 - y) @ x)
-
-    def sample_logits(state: BetaBernoulliState, key: jax.Array, x: jax.Array) -> jax.Array:
-        """One joint draw p ~ Beta(alpha, beta) of all arms, read at x [n, A] -> [n, 2]."""
-        p = jax.random.beta(key, state.alpha, state.beta)
-        return _logits(x @ p)
-
-    return Agent(
-        init=init,
-        update=update,
-        sample_logits=sample_logits,
+    hyper = as_hyper(
+        BetaBernoulliHyper, prior_alpha=config.prior_alpha, prior_beta=config.prior_beta
+    )
+    return bind(
+        hyper,
+        *_functions(spec.input_dim),
         # None: the posterior is continuous, so there is no finite set of
         # members to enumerate (a greedy policy averages sampled draws instead).
-        member_logits=None,
+        None,
         num_steps=1,
         name="beta_bernoulli",
         update_mode="online",

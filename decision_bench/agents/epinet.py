@@ -28,16 +28,23 @@ L2 weight:
 Steps: ``num_steps`` (1000), times ``high_data_step_factor`` (10) when
 T / d > ``high_data_ratio`` (500), decided from the spec at construction and
 exposed as ``Agent.num_steps``.
+
+Static settings (one set of functions, compiled once): layer sizes, index_dim,
+num_index_samples, regularization, and the step count (a loop length, so it
+stays static, as do high_data_step_factor and high_data_ratio, which only decide
+it). Data (``EpinetHyper``): l2, l2_exponent, learning_rate, prior_scale and the
+problem's temperature. The index sampling, loss, update and sample_logits are
+``index_core``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from decision_bench._validation import (
     check_choice,
@@ -46,7 +53,9 @@ from decision_bench._validation import (
     check_sizes,
 )
 from decision_bench.agents import _bayes_common as common
-from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.base import Agent
+from decision_bench.agents.core import adam, as_hyper, bind
+from decision_bench.agents.index_core import index_functions
 from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
@@ -102,17 +111,51 @@ class EpinetState(NamedTuple):
     prior: tuple  # D stacked prior MLPs, every leaf with a leading [D] axis; fixed
 
 
+class EpinetHyper(NamedTuple):
+    """The epinet's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
+
+    l2: jax.Array
+    l2_exponent: jax.Array
+    learning_rate: jax.Array
+    prior_scale: jax.Array
+    temperature: jax.Array  # the problem's beta: scales the prior output (and sequential L2)
+
+
+def hyper_of(spec: ProblemSpec, config: EpinetConfig) -> EpinetHyper:
+    """The hyperparameter leaves of ``config`` on ``spec``."""
+    return as_hyper(
+        EpinetHyper,
+        l2=config.l2,
+        l2_exponent=config.l2_exponent,
+        learning_rate=config.learning_rate,
+        prior_scale=config.prior_scale,
+        temperature=spec.temperature,
+    )
+
+
 def l2_weight(spec: ProblemSpec, config: EpinetConfig, num_seen: jax.Array) -> jax.Array:
     """The L2 weight on base + epinet parameters after num_seen observations. Returns []."""
-    if config.regularization == "testbed":
-        n = common.effective_num_seen(num_seen)
-        return config.l2 * (spec.input_dim / n) ** config.l2_exponent
-    return decayed_weight(
-        config.l2,
+    return _l2_weight(
+        hyper_of(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        temperature=spec.temperature,
-        mode=config.regularization,
+        regularization=config.regularization,
+    )
+
+
+def _l2_weight(
+    hyper: EpinetHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
+) -> jax.Array:
+    """The weight above from the hyperparameter leaves."""
+    if regularization == "testbed":
+        n = common.effective_num_seen(num_seen)
+        return hyper.l2 * (input_dim / n) ** hyper.l2_exponent
+    return decayed_weight(
+        hyper.l2,
+        num_seen,
+        input_dim=input_dim,
+        temperature=hyper.temperature,
+        mode=regularization,
     )
 
 
@@ -123,18 +166,27 @@ def default_num_steps(spec: ProblemSpec, config: EpinetConfig) -> int:
     return config.num_steps
 
 
-def make_epinet(spec: ProblemSpec, config: EpinetConfig = EpinetConfig()) -> Agent:
-    """Epinet agent for ``spec``. See the module docstring."""
-    d, c, index_dim = spec.input_dim, spec.num_classes, config.index_dim
-    base_sizes = (d, *config.hidden_sizes, c)
-    epinet_in = config.hidden_sizes[-1] + d + index_dim
-    epinet_sizes = (epinet_in, *config.epinet_hidden_sizes, c * index_dim)
-    prior_sizes = (d, *config.prior_hidden_sizes, c)
-    prior_multiplier = config.prior_scale / spec.temperature
-    optimizer = optax.adam(config.learning_rate)
+@functools.lru_cache(maxsize=None)
+def _functions(
+    hidden_sizes: tuple[int, ...],
+    epinet_hidden_sizes: tuple[int, ...],
+    prior_hidden_sizes: tuple[int, ...],
+    num_classes: int,
+    input_dim: int,
+    index_dim: int,
+    num_index_samples: int,
+    regularization: str,
+):
+    """The epinet's functions for one static setting; the same objects for the
+    same setting, so every epinet of that shape shares its compiled programs."""
+    d, c = input_dim, num_classes
+    base_sizes = (d, *hidden_sizes, c)
+    epinet_in = hidden_sizes[-1] + d + index_dim
+    epinet_sizes = (epinet_in, *epinet_hidden_sizes, c * index_dim)
+    prior_sizes = (d, *prior_hidden_sizes, c)
 
-    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> EpinetState:
-        common.check_same_spec(spec_, spec)
+    def init(hyper: EpinetHyper, key: jax.Array, spec: ProblemSpec | None = None) -> EpinetState:
+        del spec  # the shapes are fixed by the static setting
         k_base, k_epi, k_prior = jax.random.split(key, 3)
         params = EpinetParams(
             base=init_mlp_layers(k_base, base_sizes),
@@ -143,14 +195,22 @@ def make_epinet(spec: ProblemSpec, config: EpinetConfig = EpinetConfig()) -> Age
         prior = jax.vmap(lambda k: init_mlp_layers(k, prior_sizes, first_bias_std=d**-0.5))(
             jax.random.split(k_prior, index_dim)
         )
-        return EpinetState(params=params, opt_state=optimizer.init(params), prior=prior)
+        return EpinetState(
+            params=params, opt_state=adam(hyper.learning_rate).init(params), prior=prior
+        )
 
-    def prior_outputs(prior: tuple, x: jax.Array) -> jax.Array:
+    def prior_outputs(state: EpinetState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [D, n, C]: every prior MLP at once; independent of z, so a
         training step computes it once for all index samples."""
-        return jax.vmap(common.relu_mlp, (0, None))(prior, x)
+        return jax.vmap(common.relu_mlp, (0, None))(state.prior, x)
 
-    def logits_at(params: EpinetParams, prior_out: jax.Array, z: jax.Array, x: jax.Array):
+    def logits(
+        hyper: EpinetHyper,
+        params: EpinetParams,
+        prior_out: jax.Array,
+        z: jax.Array,
+        x: jax.Array,
+    ) -> jax.Array:
         """z [D], x [n, d], prior_out [D, n, C] -> [n, C]."""
         hidden = common.relu_features(params.base, x)  # [n, H]
         base = hidden @ params.base[-1]["w"] + params.base[-1]["b"]
@@ -159,38 +219,40 @@ def make_epinet(spec: ProblemSpec, config: EpinetConfig = EpinetConfig()) -> Age
         epi_in = jnp.concatenate([features, x, jnp.broadcast_to(z, (x.shape[0], index_dim))], -1)
         epi = common.relu_mlp(params.epinet, epi_in).reshape(x.shape[0], c, index_dim) @ z
         prior = jnp.einsum("k,knc->nc", z, prior_out)
+        prior_multiplier = hyper.prior_scale / hyper.temperature
         return base + epi + prior_multiplier * prior
 
-    def loss_fn(params: EpinetParams, prior: tuple, batch: Batch, key: jax.Array):
-        zs = jax.random.normal(key, (config.num_index_samples, index_dim), jnp.float32)
-        prior_out = prior_outputs(prior, batch.x)
-        per_index = jax.vmap(
-            lambda z: common.mean_cross_entropy(logits_at(params, prior_out, z, batch.x), batch.y)
-        )(zs)
-        decay = l2_weight(spec, config, batch.num_seen) * common.sum_of_squares(params)
-        return per_index.mean() + decay
+    def l2_weight_of(hyper: EpinetHyper, num_seen: jax.Array) -> jax.Array:
+        return _l2_weight(hyper, num_seen, input_dim=input_dim, regularization=regularization)
 
-    def update(state: EpinetState, batch: Batch, key: jax.Array) -> EpinetState:
-        common.check_batch(batch.x, batch.y, spec, "epinet update")
-        grads = jax.grad(loss_fn)(state.params, state.prior, batch, key)
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        return EpinetState(
-            params=optax.apply_updates(state.params, updates),
-            opt_state=opt_state,
-            prior=state.prior,
-        )
+    update, sample_logits = index_functions(
+        name="epinet",
+        input_dim=input_dim,
+        index_dim=index_dim,
+        num_index_samples=num_index_samples,
+        context=prior_outputs,
+        logits=logits,
+        l2_weight=l2_weight_of,
+    )
+    return init, update, sample_logits
 
-    def sample_logits(state: EpinetState, key: jax.Array, x: jax.Array) -> jax.Array:
-        """x [n, d] -> [n, C]: one index z shared by all n inputs."""
-        common.check_inputs(x, spec, "epinet sample_logits")
-        z = jax.random.normal(key, (index_dim,), jnp.float32)
-        return logits_at(state.params, prior_outputs(state.prior, x), z, x)
 
-    return Agent(
-        init=init,
-        update=update,
-        sample_logits=sample_logits,
-        member_logits=None,
+def make_epinet(spec: ProblemSpec, config: EpinetConfig = EpinetConfig()) -> Agent:
+    """Epinet agent for ``spec``. See the module docstring."""
+    functions = _functions(
+        tuple(config.hidden_sizes),
+        tuple(config.epinet_hidden_sizes),
+        tuple(config.prior_hidden_sizes),
+        spec.num_classes,
+        spec.input_dim,
+        config.index_dim,
+        config.num_index_samples,
+        config.regularization,
+    )
+    return bind(
+        hyper_of(spec, config),
+        *functions,
+        None,
         num_steps=default_num_steps(spec, config),
         name="epinet",
     )

@@ -20,16 +20,22 @@ l2 * 2 * sqrt(beta) / t (sequential).
 
 Initialisation: b is the usual LeCun initialisation of the base MLP; A's
 entries are N(0, s^2 / D), so theta(z) starts as a random spread around b.
+
+Static settings (one set of functions, compiled once): layer sizes, index_dim,
+num_index_samples, regularization, num_steps. Data (``HypermodelHyper``): l2,
+learning_rate, prior_scale, prior_temperature_power and the problem's temperature.
+The index sampling, loss, update and sample_logits are ``index_core``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from decision_bench._validation import (
@@ -39,7 +45,9 @@ from decision_bench._validation import (
     check_sizes,
 )
 from decision_bench.agents import _bayes_common as common
-from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.base import Agent
+from decision_bench.agents.core import adam, as_hyper, bind
+from decision_bench.agents.index_core import index_functions
 from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
@@ -89,48 +97,89 @@ class HypermodelState(NamedTuple):
     prior_a: jax.Array  # [P_prior, D] f32: fixed random prior hypermodel
 
 
+class HypermodelHyper(NamedTuple):
+    """The hypermodel's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    prior_scale: jax.Array
+    prior_temperature_power: jax.Array
+    temperature: jax.Array  # the problem's beta: scales the L2 decay and the prior output
+
+
+def hyper_of(spec: ProblemSpec, config: HypermodelConfig) -> HypermodelHyper:
+    """The hyperparameter leaves of ``config`` on ``spec``."""
+    return as_hyper(
+        HypermodelHyper,
+        l2=config.l2,
+        learning_rate=config.learning_rate,
+        prior_scale=config.prior_scale,
+        prior_temperature_power=config.prior_temperature_power,
+        temperature=spec.temperature,
+    )
+
+
 def l2_weight(spec: ProblemSpec, config: HypermodelConfig, num_seen: jax.Array) -> jax.Array:
     """The L2 weight on the hypermodel parameters after num_seen observations. Returns []."""
-    return decayed_weight(
-        config.l2,
+    return _l2_weight(
+        hyper_of(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        temperature=spec.temperature,
-        mode=config.regularization,
+        regularization=config.regularization,
+    )
+
+
+def _l2_weight(
+    hyper: HypermodelHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
+) -> jax.Array:
+    """The weight above from the hyperparameter leaves."""
+    return decayed_weight(
+        hyper.l2,
+        num_seen,
+        input_dim=input_dim,
+        temperature=hyper.temperature,
+        mode=regularization,
     )
 
 
 def _flat_layout(sizes: tuple[int, ...]):
-    """(unravel, per-parameter init std [P]) for an MLP with these layer sizes.
+    """(unravel, per-parameter init std [P] f32 numpy) for an MLP with these layer sizes.
 
-    The std vector is built in the same pytree and raveled with the same
-    function, so its order matches the flat parameters whatever the leaf order.
+    The std vector is built in the same pytree and flattened in the same leaf
+    order as ``ravel_pytree``, so its order matches the flat parameters whatever
+    the leaf order. It is numpy, a constant of the cached functions.
     """
     dummy = tuple(
-        {"w": jnp.zeros((i, o), jnp.float32), "b": jnp.zeros((o,), jnp.float32)}
+        {"w": np.zeros((i, o), np.float32), "b": np.zeros((o,), np.float32)}
         for i, o in zip(sizes[:-1], sizes[1:])
     )
     _, unravel = ravel_pytree(dummy)
     stds = tuple(
-        {"w": jnp.full((i, o), i**-0.5, jnp.float32), "b": jnp.full((o,), i**-0.5, jnp.float32)}
+        {"w": np.full((i, o), i**-0.5, np.float32), "b": np.full((o,), i**-0.5, np.float32)}
         for i, o in zip(sizes[:-1], sizes[1:])
     )
-    std_flat, _ = ravel_pytree(stds)
+    std_flat = np.concatenate([np.ravel(leaf) for leaf in jax.tree.leaves(stds)])
     return unravel, std_flat
 
 
-def make_hypermodel(spec: ProblemSpec, config: HypermodelConfig = HypermodelConfig()) -> Agent:
-    """Linear-hypermodel agent for ``spec``. See the module docstring."""
-    base_sizes = (spec.input_dim, *config.hidden_sizes, spec.num_classes)
-    prior_sizes = (spec.input_dim, *config.prior_hidden_sizes, spec.num_classes)
+@functools.lru_cache(maxsize=None)
+def _functions(
+    base_sizes: tuple[int, ...],
+    prior_sizes: tuple[int, ...],
+    index_dim: int,
+    num_index_samples: int,
+    regularization: str,
+):
+    """The hypermodel's functions for one static setting; the same objects for the
+    same setting, so every hypermodel of that shape shares its compiled programs."""
     unravel_base, base_std = _flat_layout(base_sizes)
     unravel_prior, prior_std = _flat_layout(prior_sizes)
-    prior_multiplier = config.prior_scale / spec.temperature**config.prior_temperature_power
-    index_dim = config.index_dim
-    optimizer = optax.adam(config.learning_rate)
+    input_dim = base_sizes[0]
 
-    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> HypermodelState:
-        common.check_same_spec(spec_, spec)
+    def init(
+        hyper: HypermodelHyper, key: jax.Array, spec: ProblemSpec | None = None
+    ) -> HypermodelState:
+        del spec  # the shapes are fixed by the static setting
         k_b, k_a, k_prior = jax.random.split(key, 3)
         b, _ = ravel_pytree(init_mlp_layers(k_b, base_sizes))
         a = jax.random.normal(k_a, (b.shape[0], index_dim), jnp.float32)
@@ -138,43 +187,51 @@ def make_hypermodel(spec: ProblemSpec, config: HypermodelConfig = HypermodelConf
         prior_a = jax.random.normal(k_prior, (prior_std.shape[0], index_dim), jnp.float32)
         prior_a = prior_a * (prior_std / index_dim**0.5)[:, None]
         params = HypermodelParams(a=a, b=b)
-        return HypermodelState(params=params, opt_state=optimizer.init(params), prior_a=prior_a)
+        return HypermodelState(
+            params=params, opt_state=adam(hyper.learning_rate).init(params), prior_a=prior_a
+        )
 
-    def logits_at(params: HypermodelParams, prior_a: jax.Array, z: jax.Array, x: jax.Array):
+    def context(state: HypermodelState, x: jax.Array) -> jax.Array:
+        del x  # the prior hypermodel is applied per z
+        return state.prior_a
+
+    def logits(
+        hyper: HypermodelHyper,
+        params: HypermodelParams,
+        prior_a: jax.Array,
+        z: jax.Array,
+        x: jax.Array,
+    ) -> jax.Array:
         """z [D], x [n, d] -> [n, C]."""
+        prior_multiplier = hyper.prior_scale / hyper.temperature**hyper.prior_temperature_power
         base = common.relu_mlp(unravel_base(params.a @ z + params.b), x)
         prior = common.relu_mlp(unravel_prior(prior_a @ z), x)
         return base + prior_multiplier * jax.lax.stop_gradient(prior)
 
-    def loss_fn(params: HypermodelParams, prior_a: jax.Array, batch: Batch, key: jax.Array):
-        zs = jax.random.normal(key, (config.num_index_samples, index_dim), jnp.float32)
-        per_index = jax.vmap(
-            lambda z: common.mean_cross_entropy(logits_at(params, prior_a, z, batch.x), batch.y)
-        )(zs)
-        decay = l2_weight(spec, config, batch.num_seen) * common.sum_of_squares(params)
-        return per_index.mean() + decay
+    def l2_weight_of(hyper: HypermodelHyper, num_seen: jax.Array) -> jax.Array:
+        return _l2_weight(hyper, num_seen, input_dim=input_dim, regularization=regularization)
 
-    def update(state: HypermodelState, batch: Batch, key: jax.Array) -> HypermodelState:
-        common.check_batch(batch.x, batch.y, spec, "hypermodel update")
-        grads = jax.grad(loss_fn)(state.params, state.prior_a, batch, key)
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        return HypermodelState(
-            params=optax.apply_updates(state.params, updates),
-            opt_state=opt_state,
-            prior_a=state.prior_a,
-        )
-
-    def sample_logits(state: HypermodelState, key: jax.Array, x: jax.Array) -> jax.Array:
-        """x [n, d] -> [n, C]: one index z shared by all n inputs."""
-        common.check_inputs(x, spec, "hypermodel sample_logits")
-        z = jax.random.normal(key, (index_dim,), jnp.float32)
-        return logits_at(state.params, state.prior_a, z, x)
-
-    return Agent(
-        init=init,
-        update=update,
-        sample_logits=sample_logits,
-        member_logits=None,
-        num_steps=config.num_steps,
+    update, sample_logits = index_functions(
         name="hypermodel",
+        input_dim=input_dim,
+        index_dim=index_dim,
+        num_index_samples=num_index_samples,
+        context=context,
+        logits=logits,
+        l2_weight=l2_weight_of,
+    )
+    return init, update, sample_logits
+
+
+def make_hypermodel(spec: ProblemSpec, config: HypermodelConfig = HypermodelConfig()) -> Agent:
+    """Linear-hypermodel agent for ``spec``. See the module docstring."""
+    functions = _functions(
+        (spec.input_dim, *config.hidden_sizes, spec.num_classes),
+        (spec.input_dim, *config.prior_hidden_sizes, spec.num_classes),
+        config.index_dim,
+        config.num_index_samples,
+        config.regularization,
+    )
+    return bind(
+        hyper_of(spec, config), *functions, None, num_steps=config.num_steps, name="hypermodel"
     )
