@@ -27,9 +27,8 @@ import jax.numpy as jnp
 
 from decision_bench._validation import check_choice
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import adam, as_hyper, bind, sgd_step
+from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight, sgd_step
 from decision_bench.agents.mlp import check_common, cross_entropy, sum_of_squares
-from decision_bench.agents.regularization import decayed_weight
 from decision_bench.priors import ACTIVATIONS, MLPPrior
 from decision_bench.specs import ProblemSpec
 
@@ -163,25 +162,14 @@ def _logistic_hyper(spec: ProblemSpec, config: LogisticConfig) -> LogisticHyper:
 
 def l2_weight(spec: ProblemSpec, config: LogisticConfig, num_seen: jax.Array) -> jax.Array:
     """Same schedule as mlp: l2 * d sqrt(beta) / T or l2 * 2 sqrt(beta) / t. [] f32."""
-    return _l2_weight(
+    return hyper_l2_weight(
         _logistic_hyper(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        regularization=config.regularization,
+        mode=config.regularization,
     )
 
 
-def _l2_weight(
-    hyper: LogisticHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
-) -> jax.Array:
-    """The weight above from the hyperparameter leaves."""
-    return decayed_weight(
-        hyper.l2,
-        num_seen,
-        input_dim=input_dim,
-        temperature=hyper.temperature,
-        mode=regularization,
-    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -198,7 +186,7 @@ def _logistic_functions(input_dim: int, num_classes: int, regularization: str):
 
     def loss_fn(params: Any, hyper: LogisticHyper, batch: Batch) -> jax.Array:
         data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
-        weight = _l2_weight(hyper, batch.num_seen, input_dim=input_dim, regularization=regularization)
+        weight = hyper_l2_weight(hyper, batch.num_seen, input_dim=input_dim, mode=regularization)
         return data_loss + weight * sum_of_squares(params)
 
     def update(hyper: LogisticHyper, state: LogisticState, batch: Batch, key: jax.Array) -> LogisticState:

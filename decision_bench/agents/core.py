@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import optax
 
 from decision_bench.agents.base import Agent
+from decision_bench.agents.regularization import decayed_weight
 
 
 def as_hyper(cls: type, **values: Any) -> Any:
@@ -89,3 +90,19 @@ def sgd_step(
     grads = jax.grad(loss_fn)(params, *loss_args)
     updates, opt_state = adam(learning_rate).update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state
+
+
+def hyper_l2_weight(
+    hyper: Any, num_seen: jax.Array, *, input_dim: int, mode: str, num_members: int = 1
+) -> jax.Array:
+    """``regularization.decayed_weight`` of a family's ``hyper.l2`` at its
+    ``hyper.temperature``: the one decayed L2 weight of every family that has an
+    ``l2`` hyperparameter. Returns a [] f32."""
+    return decayed_weight(
+        hyper.l2,
+        num_seen,
+        input_dim=input_dim,
+        temperature=hyper.temperature,
+        mode=mode,
+        num_members=num_members,
+    )

@@ -40,9 +40,8 @@ import jax.numpy as jnp
 
 from decision_bench._validation import check_choice, check_int, check_nonnegative, check_sizes
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import adam, as_hyper, bind, sgd_step
+from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight, sgd_step
 from decision_bench.agents.mlp import MLP, check_common, cross_entropy, sum_of_squares
-from decision_bench.agents.regularization import decayed_weight
 from decision_bench.priors import init_mlp_layers, mlp_forward
 from decision_bench.specs import ProblemSpec
 
@@ -124,24 +123,12 @@ def l2_weight(spec: ProblemSpec, config: EnsembleConfig, num_seen: jax.Array) ->
         EnsembleHyper, l2=config.l2, learning_rate=config.learning_rate, prior_scale=0.0,
         temperature=spec.temperature,
     )
-    return _l2_weight(
-        hyper, num_seen, input_dim=spec.input_dim, regularization=config.regularization,
+    return hyper_l2_weight(
+        hyper, num_seen, input_dim=spec.input_dim, mode=config.regularization,
         num_members=config.num_ensemble,
     )
 
 
-def _l2_weight(
-    hyper: EnsembleHyper, num_seen: jax.Array, *, input_dim: int, regularization: str, num_members: int
-) -> jax.Array:
-    """The weight above from the hyperparameter leaves."""
-    return decayed_weight(
-        hyper.l2,
-        num_seen,
-        input_dim=input_dim,
-        temperature=hyper.temperature,
-        mode=regularization,
-        num_members=num_members,
-    )
 
 
 def bootstrap_weights(key: jax.Array, kind: str, shape: tuple[int, ...]) -> jax.Array:
@@ -233,11 +220,11 @@ def _functions(
             xent = xent * state.bootstrap_weights[:, batch.index % weights_length]
         weights = member_weights(key, num_members, member_sampling)  # [M]
         data_loss = (weights * xent.mean(axis=1)).sum()
-        decay = _l2_weight(
+        decay = hyper_l2_weight(
             hyper,
             batch.num_seen,
             input_dim=input_dim,
-            regularization=regularization,
+            mode=regularization,
             num_members=num_members,
         )
         return data_loss + decay * sum_of_squares(params)

@@ -46,9 +46,9 @@ from decision_bench._validation import (
 )
 from decision_bench.agents import _bayes_common as common
 from decision_bench.agents.base import Agent
-from decision_bench.agents.core import adam, as_hyper, bind
+from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight
 from decision_bench.agents.index_core import index_functions
-from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
+from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -121,25 +121,14 @@ def hyper_of(spec: ProblemSpec, config: HypermodelConfig) -> HypermodelHyper:
 
 def l2_weight(spec: ProblemSpec, config: HypermodelConfig, num_seen: jax.Array) -> jax.Array:
     """The L2 weight on the hypermodel parameters after num_seen observations. Returns []."""
-    return _l2_weight(
+    return hyper_l2_weight(
         hyper_of(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        regularization=config.regularization,
+        mode=config.regularization,
     )
 
 
-def _l2_weight(
-    hyper: HypermodelHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
-) -> jax.Array:
-    """The weight above from the hyperparameter leaves."""
-    return decayed_weight(
-        hyper.l2,
-        num_seen,
-        input_dim=input_dim,
-        temperature=hyper.temperature,
-        mode=regularization,
-    )
 
 
 def _flat_layout(sizes: tuple[int, ...]):
@@ -209,7 +198,7 @@ def _functions(
         return base + prior_multiplier * jax.lax.stop_gradient(prior)
 
     def l2_weight_of(hyper: HypermodelHyper, num_seen: jax.Array) -> jax.Array:
-        return _l2_weight(hyper, num_seen, input_dim=input_dim, regularization=regularization)
+        return hyper_l2_weight(hyper, num_seen, input_dim=input_dim, mode=regularization)
 
     update, sample_logits = index_functions(
         name="hypermodel",

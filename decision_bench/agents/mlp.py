@@ -28,8 +28,8 @@ from decision_bench._validation import (
     check_sizes,
 )
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import adam, as_hyper, bind, sgd_step
-from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
+from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight, sgd_step
+from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.priors import truncated_normal_init
 from decision_bench.specs import ProblemSpec
 
@@ -131,20 +131,9 @@ class MLPHyper(NamedTuple):
 def l2_weight(spec: ProblemSpec, config: MLPConfig, num_seen: jax.Array) -> jax.Array:
     """The L2 weight after num_seen observations for a spec and config. Returns a [] f32."""
     hyper = as_hyper(MLPHyper, l2=config.l2, learning_rate=config.learning_rate, temperature=spec.temperature)
-    return _l2_weight(hyper, num_seen, input_dim=spec.input_dim, regularization=config.regularization)
+    return hyper_l2_weight(hyper, num_seen, input_dim=spec.input_dim, mode=config.regularization)
 
 
-def _l2_weight(
-    hyper: MLPHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
-) -> jax.Array:
-    """The L2 weight after num_seen observations, from the hyperparameter leaves."""
-    return decayed_weight(
-        hyper.l2,
-        num_seen,
-        input_dim=input_dim,
-        temperature=hyper.temperature,
-        mode=regularization,
-    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -160,7 +149,7 @@ def _functions(hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, 
 
     def loss_fn(params: Any, hyper: MLPHyper, batch: Batch) -> jax.Array:
         data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
-        weight = _l2_weight(hyper, batch.num_seen, input_dim=input_dim, regularization=regularization)
+        weight = hyper_l2_weight(hyper, batch.num_seen, input_dim=input_dim, mode=regularization)
         return data_loss + weight * sum_of_squares(params)
 
     def update(hyper: MLPHyper, state: MLPState, batch: Batch, key: jax.Array) -> MLPState:
