@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from decision_bench._validation import _is_integral, check_int
+from decision_bench.agents.regularization import true_divisor
 from decision_bench.priors import mlp_forward
 from decision_bench.specs import ProblemSpec
 
@@ -108,8 +109,9 @@ def sum_of_squares(tree: Any) -> jax.Array:
 
 
 def effective_num_seen(num_seen: jax.Array) -> jax.Array:
-    """num_seen as f32, at least 1 (matches ``decayed_weight``). Returns []."""
-    return jnp.maximum(jnp.asarray(num_seen, jnp.float32), 1.0)
+    """num_seen as f32, at least 1, never constant-folded (``regularization.true_divisor``,
+    as in ``decayed_weight``). Returns []."""
+    return true_divisor(num_seen)
 
 
 def check_same_spec(given: ProblemSpec | None, built: ProblemSpec) -> None:

@@ -27,17 +27,27 @@ exact, else sample. The paper default mixture 1.0 makes the prior N(0, 1), so
 the default is the exact KL, as in the reference.
 
 ``sample_logits`` draws ONE weight sample and applies it to all inputs.
+
+Hyperparameters are data (agents/core.py): the learning rate, both prior
+sigmas, the mixture weight, the KL scale and the problem's temperature are []
+f32 leaves of ``BBBHyper``. Static (``_functions``): hidden sizes, number of
+classes, input dimension, regularisation mode, number of index samples, and the
+form of the KL, i.e. analytical or sampled and which prior components are
+present (mixture weight exactly 1, exactly 0, or in between); num_steps sets
+only the length of ``fit``'s loop. So another mixture weight strictly between 0
+and 1 reuses the program, while moving it to or from exactly 0 or 1 changes the
+computation and builds another one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 from jax.flatten_util import ravel_pytree
 
 from decision_bench._validation import (
@@ -48,11 +58,16 @@ from decision_bench._validation import (
 )
 from decision_bench.agents import _bayes_common as common
 from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.core import adam, as_hyper, bind, sgd_step
 from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
 KL_METHODS = ("auto", "analytical", "sample")
+
+# Which components of the prior mixture are present (static): only the first
+# (mixture weight 1), only the second (0), or both.
+PRIOR_FORMS = ("first", "second", "mixture")
 
 # Initial posterior std of every weight. Small, so the first steps behave like
 # training a plain MLP; the KL term then widens sigma where the data allow.
@@ -102,6 +117,11 @@ class BBBConfig:
             self.kl_method == "auto" and self.mixture_weight in (0.0, 1.0)
         )
 
+    @property
+    def prior_form(self) -> str:
+        """"first", "second" or "mixture": the prior components present (static)."""
+        return prior_form(self.mixture_weight)
+
 
 class BBBParams(NamedTuple):
     mu: tuple  # layers {"w": [in, out], "b": [out]}: posterior means
@@ -113,14 +133,57 @@ class BBBState(NamedTuple):
     opt_state: Any  # optax.adam state
 
 
+class BBBHyper(NamedTuple):
+    """bbb's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
+
+    learning_rate: jax.Array
+    sigma_1: jax.Array  # std of the first prior component
+    sigma_2: jax.Array  # std of the second prior component
+    mixture_weight: jax.Array  # pi; used only when the prior form is "mixture"
+    kl_scale: jax.Array  # base of the decayed KL weight
+    temperature: jax.Array  # the problem's beta, which scales the decayed KL weight
+
+
+def hyperparameters(spec: ProblemSpec, config: BBBConfig) -> BBBHyper:
+    """The hyper leaves of a bbb agent for ``spec`` and ``config``."""
+    return as_hyper(
+        BBBHyper,
+        learning_rate=config.learning_rate,
+        sigma_1=config.sigma_1,
+        sigma_2=config.sigma_2,
+        mixture_weight=config.mixture_weight,
+        kl_scale=config.kl_scale,
+        temperature=spec.temperature,
+    )
+
+
+def prior_form(mixture_weight: float) -> str:
+    """The static form of the prior for a (concrete) mixture weight."""
+    if mixture_weight == 1.0:
+        return "first"
+    if mixture_weight == 0.0:
+        return "second"
+    return "mixture"
+
+
+
+def _kl_weight(hyper: BBBHyper, num_seen: jax.Array, *, input_dim: int, regularization: str):
+    return decayed_weight(
+        hyper.kl_scale,
+        num_seen,
+        input_dim=input_dim,
+        temperature=hyper.temperature,
+        mode=regularization,
+    )
+
+
 def kl_weight(spec: ProblemSpec, config: BBBConfig, num_seen: jax.Array) -> jax.Array:
     """Weight of KL(q || p) in the per-example loss after num_seen observations. Returns []."""
-    return decayed_weight(
-        config.kl_scale,
+    return _kl_weight(
+        hyperparameters(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        temperature=spec.temperature,
-        mode=config.regularization,
+        regularization=config.regularization,
     )
 
 
@@ -141,31 +204,49 @@ def _log_normal(w: jax.Array, std: float | jax.Array) -> jax.Array:
     return -0.5 * jnp.square(w / std) - jnp.log(std) - 0.5 * math.log(2.0 * math.pi)
 
 
-def analytical_kl(params: BBBParams, prior_std: float) -> jax.Array:
+def _log_prior_normal(w: jax.Array, std: float | jax.Array) -> jax.Array:
+    """_log_normal for a prior std, which may be a traced hyperparameter. It
+    multiplies by 1 / std as XLA compiles a division by a constant std, so the
+    numbers are those of the std compiled in."""
+    return -0.5 * jnp.square(w * (1.0 / std)) - jnp.log(std) - 0.5 * math.log(2.0 * math.pi)
+
+
+def analytical_kl(params: BBBParams, prior_std: float | jax.Array) -> jax.Array:
     """KL(N(mu, sigma^2) || N(0, prior_std^2)) summed over all weights. Returns []."""
 
     def leaf_kl(mu, rho):
         var = jnp.square(_sigma(rho))
         log_ratio = jnp.log(prior_std) - 0.5 * jnp.log(var)
-        return jnp.sum(log_ratio + (var + jnp.square(mu)) / (2 * prior_std**2) - 0.5)
+        # times 1 / (2 s^2) rather than over 2 s^2: how XLA compiles a division by a
+        # constant, so a traced prior_std gives the numbers of one compiled in
+        return jnp.sum(log_ratio + (var + jnp.square(mu)) * (1.0 / (2 * prior_std**2)) - 0.5)
 
     return sum(jax.tree.leaves(jax.tree.map(leaf_kl, params.mu, params.rho)))
 
 
-def sampled_kl(params: BBBParams, weights: tuple, config: BBBConfig) -> jax.Array:
-    """One-sample estimate log q(w) - log p(w) at drawn weights w, summed. Returns []."""
+def sampled_kl(
+    params: BBBParams, weights: tuple, prior: BBBConfig | BBBHyper, form: str | None = None
+) -> jax.Array:
+    """One-sample estimate log q(w) - log p(w) at drawn weights w, summed. Returns [].
+
+    prior: anything with ``sigma_1``, ``sigma_2`` and ``mixture_weight`` (a
+    BBBConfig, or a BBBHyper whose leaves may be traced). form: the static prior
+    form (``PRIOR_FORMS``); None derives it from a concrete mixture weight.
+    """
+    if form is None:
+        form = prior_form(float(prior.mixture_weight))
 
     def log_prior(w):
         # log(pi N(w; 0, s1^2) + (1 - pi) N(w; 0, s2^2)); pi in {0, 1} drops a term
         # exactly instead of taking log(0).
-        pi = config.mixture_weight
-        if pi == 1.0:
-            return _log_normal(w, config.sigma_1)
-        if pi == 0.0:
-            return _log_normal(w, config.sigma_2)
+        if form == "first":
+            return _log_prior_normal(w, prior.sigma_1)
+        if form == "second":
+            return _log_prior_normal(w, prior.sigma_2)
+        pi = prior.mixture_weight
         return jnp.logaddexp(
-            math.log(pi) + _log_normal(w, config.sigma_1),
-            math.log1p(-pi) + _log_normal(w, config.sigma_2),
+            jnp.log(pi) + _log_prior_normal(w, prior.sigma_1),
+            jnp.log1p(-pi) + _log_prior_normal(w, prior.sigma_2),
         )
 
     def leaf(w, mu, rho):
@@ -174,51 +255,76 @@ def sampled_kl(params: BBBParams, weights: tuple, config: BBBConfig) -> jax.Arra
     return sum(jax.tree.leaves(jax.tree.map(leaf, weights, params.mu, params.rho)))
 
 
-def make_bbb(spec: ProblemSpec, config: BBBConfig = BBBConfig()) -> Agent:
-    """Bayes by Backprop agent for ``spec``. See the module docstring for the loss."""
-    sizes = (spec.input_dim, *config.hidden_sizes, spec.num_classes)
-    optimizer = optax.adam(config.learning_rate)
-    prior_std = config.sigma_1 if config.mixture_weight == 1.0 else config.sigma_2
+@functools.lru_cache(maxsize=None)
+def _functions(
+    hidden_sizes: tuple[int, ...],
+    num_classes: int,
+    input_dim: int,
+    regularization: str,
+    num_index_samples: int,
+    analytical: bool,
+    form: str,
+):
+    """bbb's functions for one static setting; the same objects for the same
+    setting, so every bbb agent of that shape shares its compiled programs."""
+    sizes = (input_dim, *hidden_sizes, num_classes)
+    shape_spec = ProblemSpec(input_dim=input_dim, num_classes=num_classes)  # for shape checks
     init_rho = math.log(math.expm1(_INIT_SIGMA))  # softplus^{-1}(_INIT_SIGMA)
 
-    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> BBBState:
-        common.check_same_spec(spec_, spec)
+    def init(hyper: BBBHyper, key: jax.Array, spec: ProblemSpec | None = None) -> BBBState:
+        del spec  # the shapes are fixed by the static setting
         mu = init_mlp_layers(key, sizes)
         rho = jax.tree.map(lambda m: jnp.full_like(m, init_rho), mu)
         params = BBBParams(mu=mu, rho=rho)
-        return BBBState(params=params, opt_state=optimizer.init(params))
+        return BBBState(params=params, opt_state=adam(hyper.learning_rate).init(params))
 
-    def one_sample_loss(params: BBBParams, key: jax.Array, batch: Batch, weight: jax.Array):
+    def one_sample_loss(
+        params: BBBParams, key: jax.Array, hyper: BBBHyper, batch: Batch, weight: jax.Array
+    ) -> jax.Array:
         weights = sample_weights(params, key)
         data_loss = common.mean_cross_entropy(common.relu_mlp(weights, batch.x), batch.y)
-        if config.analytical_kl:
+        if analytical:
+            prior_std = hyper.sigma_1 if form == "first" else hyper.sigma_2
             kl = analytical_kl(params, prior_std)
         else:
-            kl = sampled_kl(params, weights, config)
+            kl = sampled_kl(params, weights, hyper, form)
         return data_loss + weight * kl
 
-    def loss_fn(params: BBBParams, batch: Batch, key: jax.Array) -> jax.Array:
-        weight = kl_weight(spec, config, batch.num_seen)
-        keys = jax.random.split(key, config.num_index_samples)
-        losses = jax.vmap(one_sample_loss, (None, 0, None, None))(params, keys, batch, weight)
+    def loss_fn(params: BBBParams, hyper: BBBHyper, batch: Batch, key: jax.Array) -> jax.Array:
+        weight = _kl_weight(
+            hyper, batch.num_seen, input_dim=input_dim, regularization=regularization
+        )
+        keys = jax.random.split(key, num_index_samples)
+        losses = jax.vmap(one_sample_loss, (None, 0, None, None, None))(
+            params, keys, hyper, batch, weight
+        )
         return losses.mean()
 
-    def update(state: BBBState, batch: Batch, key: jax.Array) -> BBBState:
-        common.check_batch(batch.x, batch.y, spec, "bbb update")
-        grads = jax.grad(loss_fn)(state.params, batch, key)
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        return BBBState(params=optax.apply_updates(state.params, updates), opt_state=opt_state)
+    def update(hyper: BBBHyper, state: BBBState, batch: Batch, key: jax.Array) -> BBBState:
+        common.check_batch(batch.x, batch.y, shape_spec, "bbb update")
+        params, opt_state = sgd_step(
+            loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch, key
+        )
+        return BBBState(params=params, opt_state=opt_state)
 
-    def sample_logits(state: BBBState, key: jax.Array, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: BBBHyper, state: BBBState, key: jax.Array, x: jax.Array) -> jax.Array:
         """x [n, d] -> [n, C]: one weight draw shared by all n inputs."""
-        common.check_inputs(x, spec, "bbb sample_logits")
+        del hyper
+        common.check_inputs(x, shape_spec, "bbb sample_logits")
         return common.relu_mlp(sample_weights(state.params, key), x)
 
-    return Agent(
-        init=init,
-        update=update,
-        sample_logits=sample_logits,
-        member_logits=None,
-        num_steps=config.num_steps,
-        name="bbb",
+    return init, update, sample_logits
+
+
+def make_bbb(spec: ProblemSpec, config: BBBConfig = BBBConfig()) -> Agent:
+    """Bayes by Backprop agent for ``spec``. See the module docstring for the loss."""
+    functions = _functions(
+        tuple(config.hidden_sizes),
+        spec.num_classes,
+        spec.input_dim,
+        config.regularization,
+        config.num_index_samples,
+        config.analytical_kl,
+        config.prior_form,
     )
+    return bind(hyperparameters(spec, config), *functions, num_steps=config.num_steps, name="bbb")

@@ -11,22 +11,29 @@ L2 weight (``regularization.decayed_weight`` with base = length scale l):
 testbed ``l * d * sqrt(beta) / T`` (the reference's adaptive scale, its default;
 the unscaled Gal & Ghahramani form is ``l**2 (1 - p) / (2 T)``), sequential
 ``2 * sqrt(beta) * l / t``. The penalty is ``weight * sum(theta**2)``.
+
+Hyperparameters are data (agents/core.py): the dropout rate, length scale,
+learning rate and the problem's temperature are [] f32 leaves of
+``DropoutHyper``; hidden sizes, number of classes, input dimension and
+regularisation mode fix the compiled programs (``_functions``), num_steps only
+the length of ``fit``'s loop.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import optax
 
 from decision_bench._validation import check_positive
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.mlp import check_common, check_same_spec, cross_entropy, sum_of_squares
+from decision_bench.agents.core import adam, as_hyper, bind, sgd_step
+from decision_bench.agents.mlp import check_common, cross_entropy, sum_of_squares
 from decision_bench.agents.regularization import decayed_weight
 from decision_bench.priors import truncated_normal_init
 from decision_bench.specs import ProblemSpec
@@ -60,8 +67,34 @@ class DropoutConfig:
         check_common(self)
 
 
+class _Dropout(nn.Module):
+    """flax's ``nn.Dropout`` with the rate as a traced call argument (nn.Dropout
+    needs a static rate). Same key (``make_rng("dropout")`` in this module's own
+    scope, named ``Dropout_i`` as flax names its own), same mask
+    ``bernoulli(key, 1 - rate, shape)`` and same scaling by ``1 / (1 - rate)``, so
+    the numbers are those of nn.Dropout. Rate 0 keeps every unit (a uniform draw
+    is always < 1), as nn.Dropout's shortcut does."""
+
+    broadcast_dims: tuple[int, ...] = ()
+
+    @nn.compact
+    def __call__(self, inputs: jax.Array, rate: jax.Array, deterministic: bool) -> jax.Array:
+        if deterministic:
+            return inputs
+        keep_prob = 1.0 - rate
+        rng = self.make_rng("dropout")
+        shape = list(inputs.shape)
+        for dim in self.broadcast_dims:
+            shape[dim] = 1
+        mask = jnp.broadcast_to(jax.random.bernoulli(rng, p=keep_prob, shape=shape), inputs.shape)
+        # x * (1 / keep_prob), not x / keep_prob: XLA compiles nn.Dropout's division
+        # by its constant keep_prob into this product, so the numbers stay the same.
+        return jax.lax.select(mask, inputs * (1.0 / keep_prob), jnp.zeros_like(inputs))
+
+
 class DropoutMLP(nn.Module):
-    """x [n, d] -> logits [n, C] with dropout after each hidden layer.
+    """x [n, d] -> logits [n, C] with dropout (rate: a [] f32, may be traced)
+    after each hidden layer.
 
     share_mask: one mask per call, broadcast over the n inputs (sampling);
     otherwise one mask per input (training). Both share the same params.
@@ -69,15 +102,14 @@ class DropoutMLP(nn.Module):
 
     hidden_sizes: tuple[int, ...]
     num_classes: int
-    rate: float
     share_mask: bool
 
     @nn.compact
-    def __call__(self, x: jax.Array, deterministic: bool = False) -> jax.Array:
+    def __call__(self, x: jax.Array, rate: jax.Array, deterministic: bool = False) -> jax.Array:
         broadcast = (0,) if self.share_mask else ()
-        for width in self.hidden_sizes:
+        for i, width in enumerate(self.hidden_sizes):
             x = nn.relu(nn.Dense(width, kernel_init=truncated_normal_init)(x))
-            x = nn.Dropout(self.rate, broadcast_dims=broadcast)(x, deterministic=deterministic)
+            x = _Dropout(broadcast, name=f"Dropout_{i}")(x, rate, deterministic)
         return nn.Dense(self.num_classes, kernel_init=truncated_normal_init)(x)
 
 
@@ -86,47 +118,93 @@ class DropoutState(NamedTuple):
     opt_state: Any
 
 
-def l2_weight(spec: ProblemSpec, config: DropoutConfig, num_seen: jax.Array) -> jax.Array:
-    """l * d * sqrt(beta) / T (testbed) or 2 * sqrt(beta) * l / t (sequential). [] f32."""
-    return decayed_weight(
-        config.length_scale,
-        num_seen,
-        input_dim=spec.input_dim,
+class DropoutHyper(NamedTuple):
+    """dropout's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
+
+    dropout_rate: jax.Array
+    length_scale: jax.Array  # base of the decayed L2 weight
+    learning_rate: jax.Array
+    temperature: jax.Array  # the problem's beta, which scales the decayed L2 weight
+
+
+def hyperparameters(spec: ProblemSpec, config: DropoutConfig) -> DropoutHyper:
+    """The hyper leaves of a dropout agent for ``spec`` and ``config``."""
+    return as_hyper(
+        DropoutHyper,
+        dropout_rate=config.dropout_rate,
+        length_scale=config.length_scale,
+        learning_rate=config.learning_rate,
         temperature=spec.temperature,
-        mode=config.regularization,
     )
 
 
-def make_dropout(spec: ProblemSpec, config: DropoutConfig) -> Agent:
-    sizes = tuple(config.hidden_sizes)
-    train_net = DropoutMLP(sizes, spec.num_classes, config.dropout_rate, share_mask=False)
-    sample_net = DropoutMLP(sizes, spec.num_classes, config.dropout_rate, share_mask=True)
-    optimizer = optax.adam(config.learning_rate)
 
-    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> DropoutState:
-        check_same_spec(spec_, spec)
-        dummy = jnp.zeros((1, spec.input_dim), jnp.float32)
-        params = train_net.init(key, dummy, deterministic=True)
-        return DropoutState(params=params, opt_state=optimizer.init(params))
+def _l2_weight(
+    hyper: DropoutHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
+) -> jax.Array:
+    return decayed_weight(
+        hyper.length_scale,
+        num_seen,
+        input_dim=input_dim,
+        temperature=hyper.temperature,
+        mode=regularization,
+    )
 
-    def loss_fn(params: Any, batch: Batch, key: jax.Array) -> jax.Array:
-        logits = train_net.apply(params, batch.x, rngs={"dropout": key})
+
+def l2_weight(spec: ProblemSpec, config: DropoutConfig, num_seen: jax.Array) -> jax.Array:
+    """l * d * sqrt(beta) / T (testbed) or 2 * sqrt(beta) * l / t (sequential). [] f32."""
+    return _l2_weight(
+        hyperparameters(spec, config),
+        num_seen,
+        input_dim=spec.input_dim,
+        regularization=config.regularization,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _functions(
+    hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, regularization: str
+):
+    """dropout's functions for one static setting; the same objects for the same
+    setting, so every dropout agent of that shape shares its compiled programs."""
+    train_net = DropoutMLP(hidden_sizes, num_classes, share_mask=False)
+    sample_net = DropoutMLP(hidden_sizes, num_classes, share_mask=True)
+
+    def init(hyper: DropoutHyper, key: jax.Array, spec: ProblemSpec | None = None) -> DropoutState:
+        del spec  # the shapes are fixed by the static setting
+        dummy = jnp.zeros((1, input_dim), jnp.float32)
+        params = train_net.init(key, dummy, hyper.dropout_rate, deterministic=True)
+        return DropoutState(params=params, opt_state=adam(hyper.learning_rate).init(params))
+
+    def loss_fn(params: Any, hyper: DropoutHyper, batch: Batch, key: jax.Array) -> jax.Array:
+        logits = train_net.apply(params, batch.x, hyper.dropout_rate, rngs={"dropout": key})
         data_loss = cross_entropy(logits, batch.y).mean()
-        return data_loss + l2_weight(spec, config, batch.num_seen) * sum_of_squares(params)
+        weight = _l2_weight(
+            hyper, batch.num_seen, input_dim=input_dim, regularization=regularization
+        )
+        return data_loss + weight * sum_of_squares(params)
 
-    def update(state: DropoutState, batch: Batch, key: jax.Array) -> DropoutState:
-        grads = jax.grad(loss_fn)(state.params, batch, key)
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        return DropoutState(params=optax.apply_updates(state.params, updates), opt_state=opt_state)
+    def update(
+        hyper: DropoutHyper, state: DropoutState, batch: Batch, key: jax.Array
+    ) -> DropoutState:
+        params, opt_state = sgd_step(
+            loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch, key
+        )
+        return DropoutState(params=params, opt_state=opt_state)
 
-    def sample_logits(state: DropoutState, key: jax.Array, x: jax.Array) -> jax.Array:
+    def sample_logits(
+        hyper: DropoutHyper, state: DropoutState, key: jax.Array, x: jax.Array
+    ) -> jax.Array:
         """One dropout mask (from key) applied to all n inputs: [n, d] -> [n, C]."""
-        return sample_net.apply(state.params, x, rngs={"dropout": key})
+        return sample_net.apply(state.params, x, hyper.dropout_rate, rngs={"dropout": key})
 
-    return Agent(
-        init=init,
-        update=update,
-        sample_logits=sample_logits,
-        num_steps=config.num_steps,
-        name="dropout",
+    return init, update, sample_logits
+
+
+def make_dropout(spec: ProblemSpec, config: DropoutConfig) -> Agent:
+    functions = _functions(
+        tuple(config.hidden_sizes), spec.num_classes, spec.input_dim, config.regularization
+    )
+    return bind(
+        hyperparameters(spec, config), *functions, num_steps=config.num_steps, name="dropout"
     )

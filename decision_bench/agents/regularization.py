@@ -25,6 +25,19 @@ import jax.numpy as jnp
 REGULARIZATION_MODES = ("testbed", "sequential", "sequential_linear_beta")
 
 
+def true_divisor(num_seen: jax.Array) -> jax.Array:
+    """max(num_seen, 1) as a [] f32 that XLA cannot constant-fold.
+
+    In ``fit`` num_seen is the constant T, and XLA compiles ``x / constant`` as
+    ``x * (1 / constant)``, an ulp away from the true quotient. With the
+    hyperparameters traced (agents/core.py) the weight is no longer a constant
+    folded with a true division, and Adam grows such an ulp (bbb's KL weight) to
+    1e-3 in the parameters over 1000 steps. Hiding the divisor keeps a true
+    division, as in the reference. In the bandit num_seen is traced anyway.
+    """
+    return jax.lax.optimization_barrier(jnp.maximum(jnp.asarray(num_seen, jnp.float32), 1.0))
+
+
 def decayed_weight(
     base: float,
     num_seen: jax.Array,
@@ -40,7 +53,7 @@ def decayed_weight(
     """
     if mode not in REGULARIZATION_MODES:
         raise ValueError(f"mode must be one of {list(REGULARIZATION_MODES)}, got {mode!r}")
-    n = jnp.maximum(jnp.asarray(num_seen, jnp.float32), 1.0)
+    n = true_divisor(num_seen)
     if mode == "testbed":
         scale = input_dim * jnp.sqrt(temperature)
     elif mode == "sequential":

@@ -43,11 +43,19 @@ every 1000 -> 400 models) and ``sgmcmc_quick`` (5,000 steps, burn-in 1,000,
 keep every 50 -> 80 models, learning rate 5e-4 from the paper's sweep to make
 up for 100x fewer steps), see ``SGMCMCQuickConfig``. Plain SGLD is either
 preset with ``momentum=0``.
+
+Hyperparameters are data (agents/core.py): the learning rate, prior variance,
+momentum and the problem's temperature are [] f32 leaves of ``SGMCMCHyper``.
+Static (``_functions``), because they set shapes, loop lengths or branches:
+hidden sizes, number of classes, input dimension, regularisation mode,
+``per_example_lr``, ``burn_in``, ``keep_every`` and the number of kept models
+(from ``num_steps``); num_steps also sets the length of ``fit``'s loop.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -56,6 +64,7 @@ import jax.numpy as jnp
 from decision_bench._validation import check_choice, check_positive
 from decision_bench.agents import _bayes_common as common
 from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.core import as_hyper, bind
 from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
@@ -128,32 +137,82 @@ class SGMCMCState(NamedTuple):
     step: jax.Array  # [] i32: updates done so far
 
 
+class SGMCMCHyper(NamedTuple):
+    """sgmcmc's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
+
+    learning_rate: jax.Array  # sets the Langevin step h (see ``step_size``)
+    prior_variance: jax.Array  # the prior weight is decayed_weight(1 / prior_variance, ...)
+    momentum: jax.Array  # 0: SGLD; > 0: SGHMC with friction 1 - momentum
+    temperature: jax.Array  # the problem's beta, which scales the prior weight
+
+
+def hyperparameters(spec: ProblemSpec, config: SGMCMCConfig) -> SGMCMCHyper:
+    """The hyper leaves of an sgmcmc agent for ``spec`` and ``config``."""
+    return as_hyper(
+        SGMCMCHyper,
+        learning_rate=config.learning_rate,
+        prior_variance=config.prior_variance,
+        momentum=config.momentum,
+        temperature=spec.temperature,
+    )
+
+
+
+def _prior_weight(
+    hyper: SGMCMCHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
+) -> jax.Array:
+    return decayed_weight(
+        1.0 / hyper.prior_variance,
+        num_seen,
+        input_dim=input_dim,
+        temperature=hyper.temperature,
+        mode=regularization,
+    )
+
+
 def prior_weight(spec: ProblemSpec, config: SGMCMCConfig, num_seen: jax.Array) -> jax.Array:
     """w(n) in U = n * mean xent + n * w(n) * |theta|^2. Returns []."""
-    return decayed_weight(
-        1.0 / config.prior_variance,
+    return _prior_weight(
+        hyperparameters(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        temperature=spec.temperature,
-        mode=config.regularization,
+        regularization=config.regularization,
     )
+
+
+def _step_size(learning_rate: jax.Array, num_seen: jax.Array, *, per_example_lr: bool) -> jax.Array:
+    if per_example_lr:
+        return 2.0 * learning_rate / common.effective_num_seen(num_seen)
+    return jnp.asarray(learning_rate, jnp.float32)
 
 
 def step_size(config: SGMCMCConfig, num_seen: jax.Array) -> jax.Array:
     """The Langevin step h after num_seen observations. Returns [] f32."""
-    if config.per_example_lr:
-        return 2.0 * config.learning_rate / common.effective_num_seen(num_seen)
-    return jnp.asarray(config.learning_rate, jnp.float32)
+    return _step_size(
+        jnp.asarray(config.learning_rate, jnp.float32),
+        num_seen,
+        per_example_lr=config.per_example_lr,
+    )
 
 
-def make_sgmcmc(spec: ProblemSpec, config: SGMCMCConfig = SGMCMCConfig()) -> Agent:
-    """SGLD / SGHMC agent for ``spec``. See the module docstring."""
-    sizes = (spec.input_dim, *config.hidden_sizes, spec.num_classes)
-    num_kept = config.num_kept
-    momentum = config.momentum
+@functools.lru_cache(maxsize=None)
+def _functions(
+    hidden_sizes: tuple[int, ...],
+    num_classes: int,
+    input_dim: int,
+    regularization: str,
+    per_example_lr: bool,
+    burn_in: int,
+    keep_every: int,
+    num_kept: int,
+):
+    """sgmcmc's functions for one static setting; the same objects for the same
+    setting, so every sgmcmc agent of that shape shares its compiled programs."""
+    sizes = (input_dim, *hidden_sizes, num_classes)
+    shape_spec = ProblemSpec(input_dim=input_dim, num_classes=num_classes)  # for shape checks
 
-    def init(key: jax.Array, spec_: ProblemSpec | None = None) -> SGMCMCState:
-        common.check_same_spec(spec_, spec)
+    def init(hyper: SGMCMCHyper, key: jax.Array, spec: ProblemSpec | None = None) -> SGMCMCState:
+        del hyper, spec  # the shapes are fixed by the static setting
         params = init_mlp_layers(key, sizes)
         zeros = jax.tree.map(jnp.zeros_like, params)
         kept = jax.tree.map(lambda p: jnp.zeros((num_kept, *p.shape), p.dtype), params)
@@ -165,17 +224,21 @@ def make_sgmcmc(spec: ProblemSpec, config: SGMCMCConfig = SGMCMCConfig()) -> Age
             step=jnp.zeros((), jnp.int32),
         )
 
-    def log_posterior(params: tuple, batch: Batch) -> jax.Array:
+    def log_posterior(params: tuple, hyper: SGMCMCHyper, batch: Batch) -> jax.Array:
         """-U(theta) on this minibatch. Returns []."""
         n = common.effective_num_seen(batch.num_seen)
         data = n * common.mean_cross_entropy(common.relu_mlp(params, batch.x), batch.y)
-        prior = n * prior_weight(spec, config, batch.num_seen) * common.sum_of_squares(params)
+        weight = _prior_weight(
+            hyper, batch.num_seen, input_dim=input_dim, regularization=regularization
+        )
+        prior = n * weight * common.sum_of_squares(params)
         return -(data + prior)
 
-    def update(state: SGMCMCState, batch: Batch, key: jax.Array) -> SGMCMCState:
-        common.check_batch(batch.x, batch.y, spec, "sgmcmc update")
-        h = step_size(config, batch.num_seen)
-        grads = jax.grad(log_posterior)(state.params, batch)
+    def update(hyper: SGMCMCHyper, state: SGMCMCState, batch: Batch, key: jax.Array) -> SGMCMCState:
+        common.check_batch(batch.x, batch.y, shape_spec, "sgmcmc update")
+        momentum = hyper.momentum
+        h = _step_size(hyper.learning_rate, batch.num_seen, per_example_lr=per_example_lr)
+        grads = jax.grad(log_posterior)(state.params, hyper, batch)
         leaves, treedef = jax.tree.flatten(grads)
         keys = jax.random.split(key, len(leaves))
         noise = jax.tree.unflatten(
@@ -191,7 +254,7 @@ def make_sgmcmc(spec: ProblemSpec, config: SGMCMCConfig = SGMCMCConfig()) -> Age
         params = jax.tree.map(jnp.add, state.params, velocity)
 
         step = state.step + 1
-        save = (step > config.burn_in) & ((step - config.burn_in) % config.keep_every == 0)
+        save = (step > burn_in) & ((step - burn_in) % keep_every == 0)
         slot = state.num_saved % num_kept
         # Write the slot unconditionally (a dynamic-update-slice, in place under
         # scan) with either the new model or what it already held.
@@ -217,14 +280,18 @@ def make_sgmcmc(spec: ProblemSpec, config: SGMCMCConfig = SGMCMCConfig()) -> Age
             state.params,
         )
 
-    def member_logits(state: SGMCMCState, x: jax.Array) -> jax.Array:
+    def member_logits(hyper: SGMCMCHyper, state: SGMCMCState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [num_kept, n, C]: every kept model."""
-        common.check_inputs(x, spec, "sgmcmc member_logits")
+        del hyper
+        common.check_inputs(x, shape_spec, "sgmcmc member_logits")
         return jax.vmap(common.relu_mlp, (0, None))(member_params(state), x)
 
-    def sample_logits(state: SGMCMCState, key: jax.Array, x: jax.Array) -> jax.Array:
+    def sample_logits(
+        hyper: SGMCMCHyper, state: SGMCMCState, key: jax.Array, x: jax.Array
+    ) -> jax.Array:
         """x [n, d] -> [n, C]: one kept model, picked uniformly, for all n inputs."""
-        common.check_inputs(x, spec, "sgmcmc sample_logits")
+        del hyper
+        common.check_inputs(x, shape_spec, "sgmcmc sample_logits")
         filled = jnp.minimum(state.num_saved, num_kept)
         i = jax.random.randint(key, (), 0, jnp.maximum(filled, 1))
         chosen = jax.tree.map(
@@ -232,11 +299,24 @@ def make_sgmcmc(spec: ProblemSpec, config: SGMCMCConfig = SGMCMCConfig()) -> Age
         )
         return common.relu_mlp(chosen, x)
 
-    return Agent(
-        init=init,
-        update=update,
-        sample_logits=sample_logits,
-        member_logits=member_logits,
+    return init, update, sample_logits, member_logits
+
+
+def make_sgmcmc(spec: ProblemSpec, config: SGMCMCConfig = SGMCMCConfig()) -> Agent:
+    """SGLD / SGHMC agent for ``spec``. See the module docstring."""
+    functions = _functions(
+        tuple(config.hidden_sizes),
+        spec.num_classes,
+        spec.input_dim,
+        config.regularization,
+        config.per_example_lr,
+        config.burn_in,
+        config.keep_every,
+        config.num_kept,
+    )
+    return bind(
+        hyperparameters(spec, config),
+        *functions,
         num_steps=config.num_steps,
         name="sgmcmc_quick" if isinstance(config, SGMCMCQuickConfig) else "sgmcmc",
     )
