@@ -6,6 +6,12 @@ Subcommands:
   bandit     Thompson-sampling regret of agents on a neural or Bernoulli bandit
   analyze    correlations of d_KL with regret, figures and a report from a run directory
   demo       what ``make demo`` runs: ``reproduce --preset demo``
+  tune       a grid of an agent's real-valued hyperparameters as one vmapped program
+
+Run as a program, the command keeps compiled XLA programs in a persistent cache
+(``_src/compile_cache.py``), so a second run of the same command loads them
+instead of compiling; ``--no-compile-cache`` (before or after the subcommand) or
+``DECISION_BENCH_CACHE_DIR=off`` turns it off for a run.
 """
 
 from __future__ import annotations
@@ -14,24 +20,40 @@ import argparse
 import sys
 import warnings
 
-from decision_bench._src import console
+from decision_bench._src import compile_cache, console
+
+NO_CACHE_HELP = (
+    "do not read or write the persistent XLA compilation cache (default: on, in "
+    f"${compile_cache.ENV_VAR}, else $XDG_CACHE_HOME/decision-bench/xla or "
+    f"~/.cache/decision-bench/xla; {compile_cache.ENV_VAR}=off also turns it off; deleting the "
+    "directory is always safe)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     from decision_bench import __version__, bandit_command, reproduce
     from decision_bench.analysis import command as analysis_command
     from decision_bench.evaluation import command as testbed_command
+    from decision_bench.evaluation import tune as tune_command
 
     parser = argparse.ArgumentParser(
         prog="decision-bench",
         description="Neural-bandit environments, epistemic agents and joint-prediction evaluation.",
     )
     parser.add_argument("--version", action="version", version=f"decision-bench {__version__}")
+    parser.add_argument("--no-compile-cache", action="store_true", help=NO_CACHE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     reproduce.register(sub)
     testbed_command.register(sub)
     bandit_command.register(sub)
     analysis_command.register(sub)
+    tune_command.register(sub)
+    # Also accepted after the subcommand. SUPPRESS: a subcommand that was not
+    # given the flag must not reset the value parsed before it.
+    for subparser in {id(p): p for p in sub.choices.values()}.values():
+        subparser.add_argument(
+            "--no-compile-cache", action="store_true", default=argparse.SUPPRESS, help=NO_CACHE_HELP
+        )
     return parser
 
 
@@ -39,15 +61,22 @@ def main(argv: list[str] | None = None) -> int:
     """Runs one subcommand; returns the exit status (0, 2 for bad input).
 
     Called as the ``decision-bench`` program (argv None), it also installs the
-    interrupt exit (Ctrl-C ends at once with 130, see ``_src/console.py``); called
-    from Python with an argv list, signals are left to the caller.
+    interrupt exit (Ctrl-C ends at once with 130, see ``_src/console.py``) and,
+    unless ``--no-compile-cache``, JAX's persistent compilation cache
+    (``_src/compile_cache.py``). Called from Python with an argv list, signals and
+    JAX's settings are process-wide state left to the caller (who may call
+    ``enable_compile_cache`` itself).
     """
     if argv is None:
         console.install_interrupt_exit()
     # Restored on return, so a call from Python leaves the caller's warning setup alone.
     with warnings.catch_warnings():
         console.install_warning_printer()
-        return _run(build_parser().parse_args(argv))
+        args = build_parser().parse_args(argv)
+        if argv is None and not args.no_compile_cache:
+            # Before the subcommand compiles anything: JAX reads the setting once.
+            compile_cache.enable_compile_cache()
+        return _run(args)
 
 
 def _run(args: argparse.Namespace) -> int:

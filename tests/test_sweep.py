@@ -264,25 +264,58 @@ def test_progress_bar_runs(tmp_path, capsys):
     assert "2/2" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-def test_ray_executor_produces_the_same_rows_as_local(tmp_path):
+class _MarkingCompute:
+    """compute_fn that leaves one new file per call in `directory`, named after the cell.
+
+    Ray pickles compute_fn to worker processes, so a call list kept in memory (as
+    in _Counting) would stay in the workers; files in a shared directory do not.
+    """
+
+    def __init__(self, directory):
+        self.directory = str(directory)
+
+    def __call__(self, cell):
+        import tempfile  # noqa: PLC0415 - only this helper needs it
+
+        os.close(tempfile.mkstemp(dir=self.directory, prefix=f"{cell.id}.")[0])
+        return _compute(cell)
+
+    def calls(self) -> list[str]:
+        """The cell ids computed so far, one entry per call, sorted."""
+        return sorted(name.rsplit(".", 1)[0] for name in os.listdir(self.directory))
+
+
+def _tests_on_pythonpath() -> str:
+    # Workers import this test module (compute_fn is pickled by reference), so
+    # they need the tests directory on their path.
+    return os.pathsep.join(filter(None, [os.path.dirname(__file__), os.environ.get("PYTHONPATH")]))
+
+
+def test_ray_executor_produces_the_same_rows_as_local_and_resumes_without_recomputing(tmp_path):
     ray = pytest.importorskip("ray")
     cells = _cells()
     local = run_sweep(cells, _compute, ResultsStore(tmp_path / "local"), progress=False)
-    # Workers import this test module (compute_fn is pickled by reference), so
-    # they need the tests directory on their path.
-    path = os.pathsep.join(filter(None, [os.path.dirname(__file__), os.environ.get("PYTHONPATH")]))
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    compute = _MarkingCompute(marks)
+    ray_store = ResultsStore(tmp_path / "ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": _tests_on_pythonpath()}})  # fmt: skip
     try:
         # Half done beforehand, so the Ray run also exercises resumption.
-        run_sweep(cells[:5], _compute, ResultsStore(tmp_path / "ray"), progress=False)
-        remote = run_sweep(cells, _compute, ResultsStore(tmp_path / "ray"), executor="ray", progress=False)
+        run_sweep(cells[:5], _compute, ray_store, progress=False)
+        remote = run_sweep(cells, compute, ray_store, executor="ray", progress=False)
+        assert compute.calls() == sorted(c.id for c in cells[5:])
+        written = {p.name: p.stat().st_mtime_ns for p in ray_store.directory.iterdir()}
+        # The same sweep again: every cell is done, so no task runs and no file is rewritten.
+        again = run_sweep(cells, compute, ray_store, executor="ray", progress=False)
     finally:
         ray.shutdown()
+    assert compute.calls() == sorted(c.id for c in cells[5:])
+    assert {p.name: p.stat().st_mtime_ns for p in ray_store.directory.iterdir()} == written
     pd.testing.assert_frame_equal(remote, local)
-    pd.testing.assert_frame_equal(
-        ResultsStore(tmp_path / "ray").load_all(), ResultsStore(tmp_path / "local").load_all()
-    )
+    pd.testing.assert_frame_equal(again, local)
+    pd.testing.assert_frame_equal(ray_store.load_all(), ResultsStore(tmp_path / "local").load_all())
     assert sorted(os.listdir(tmp_path / "ray")) == sorted(os.listdir(tmp_path / "local"))
 
 
@@ -290,9 +323,8 @@ def test_ray_executor_produces_the_same_rows_as_local(tmp_path):
 def test_ray_executor_starts_and_stops_its_own_local_instance(tmp_path, monkeypatch):
     ray = pytest.importorskip("ray")
     assert not ray.is_initialized()
-    # The instance run_sweep starts inherits this environment; its workers import
-    # this test module for compute_fn.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [os.path.dirname(__file__), os.environ.get("PYTHONPATH")])))
+    # The instance run_sweep starts inherits this environment.
+    monkeypatch.setenv("PYTHONPATH", _tests_on_pythonpath())
     cells = _cells()[:4]
     remote = run_sweep(cells, _compute, ResultsStore(tmp_path), executor="ray", progress=False)
     assert not ray.is_initialized()

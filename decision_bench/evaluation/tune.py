@@ -1,0 +1,260 @@
+"""Hyperparameter grids as one vmapped program (paper 000, App. C).
+
+    rows, summary = tune("mlp", {"l2": PAPER_GRIDS["mlp"]["l2"]}, "quick", seeds=3)
+
+For every testbed setting of the sweep, the agent is built once and its
+real-valued hyperparameters (agents/core.py) are replaced by arrays holding the
+grid, so fitting and evaluating every (grid point, seed) is ONE compiled program
+``vmap(grid) o vmap(seeds)``; each setting after the first with the same T
+reuses it. Keys are those of ``run_testbed``, so a grid point's rows equal
+``run_testbed`` with that point as overrides (the tests check this).
+
+Score (App. C): d_KL^agg = d_KL^1 + d_KL^10 / 10 of iid test inputs, averaged
+over settings and seeds; the lowest mean is marked ``best``. Only real-valued
+hyperparameters can share a program: shape-setting ones (ensemble size, hidden
+sizes, index dimension) are separate programs, given as ``overrides`` per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import sys
+from typing import Any, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
+from decision_bench._validation import check_int
+from decision_bench.agents import make
+from decision_bench.agents.core import hyperparameters_of, with_hyperparameters
+from decision_bench.agents.registry import check_inputs_fit, names
+from decision_bench.evaluation.kl import EvalConfig, FittedAgent, resolve_method, summarize
+from decision_bench.evaluation.likelihood import DEFAULT_MAX_ROWS
+from decision_bench.evaluation.runner import _evaluate_seeds, _fit_seeds
+from decision_bench.evaluation.sweeps import Sweep, TestDesign, get_sweep
+from decision_bench.priors import make_prior
+from decision_bench.specs import ProblemSpec
+
+# The real-valued parts of paper 000's App. C sweeps (ensemble size, layers and
+# widths are shapes: separate runs with overrides). Names are the agents'
+# hyperparameter names.
+_LAMBDAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
+PAPER_GRIDS: dict[str, dict[str, tuple[float, ...]]] = {
+    "mlp": {"l2": _LAMBDAS},  # App. C.1
+    "ensemble": {"l2": _LAMBDAS},  # App. C.2
+    "ensemble+": {"l2": (0.1, 0.3, 1.0, 3.0, 10.0)},  # App. C.6
+    "hypermodel": {"l2": (0.1, 0.3, 1.0, 3.0, 10.0)},  # App. C.7
+    "dropout": {  # App. C.3
+        "dropout_rate": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+        "length_scale": (1.0, 3.0, 10.0),
+    },
+}
+DESIGNS = (TestDesign(1), TestDesign(10))  # the two terms of d_KL^agg
+
+
+def grid_points(grid: Mapping[str, Sequence[float]]) -> list[dict[str, float]]:
+    """Every combination of the grid's values, in row-major order of its keys."""
+    keys = list(grid)
+    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def _stacked_hyper(hyper: Any, points: list[dict[str, float]], agent_name: str) -> Any:
+    """The agent's hyper NamedTuple with every field an array [G] over the points."""
+    tunable = [name for name in hyper._fields if name != "temperature"]
+    unknown = sorted({k for p in points for k in p} - set(tunable))
+    if unknown:
+        raise ValueError(
+            f"grid names {unknown} are not real-valued hyperparameters of {agent_name!r}; "
+            f"tunable in one program: {tunable}"
+        )
+    columns = {}
+    for name in hyper._fields:
+        base = np.asarray(getattr(hyper, name), np.float32)
+        columns[name] = jnp.asarray([p.get(name, base) for p in points], jnp.float32)
+    return type(hyper)(**columns)
+
+
+@functools.partial(jax.jit, static_argnames=("num_train", "configs", "num_test", "method"))
+def _fit_and_evaluate_grid(
+    grid_agent: Any,
+    prior: Any,
+    env_keys: jax.Array,
+    fit_keys: jax.Array,
+    eval_keys: jax.Array,
+    *,
+    num_train: int,
+    configs: tuple[EvalConfig, ...],
+    num_test: int,
+    method: str,
+) -> tuple:
+    """Fits and evaluates every (grid point, seed): outputs lead with [G, S]."""
+
+    def one_point(agent: Any) -> tuple:
+        env_params, states = _fit_seeds(agent, prior, env_keys, fit_keys, num_train=num_train)
+        return _evaluate_seeds(
+            agent, prior, states, env_params, eval_keys,
+            configs=configs, num_test=num_test, method=method,
+        )
+
+    return jax.vmap(one_point)(grid_agent)
+
+
+def tune(
+    agent_name: str,
+    grid: Mapping[str, Sequence[float]],
+    sweep: str | Sweep = "quick",
+    seeds: int | None = None,
+    *,
+    num_test: int = 1000,
+    num_models: int = 1000,
+    method: str = "auto",
+    overrides: Mapping[str, Any] | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Evaluates a grid of real-valued hyperparameters of one agent on a sweep.
+
+    grid: {hyperparameter: values}; every combination is a point. sweep: a named
+    sweep or a Sweep (its settings are used; the designs are always tau 1 and
+    tau 10 iid). seeds: a count (None: the sweep's). overrides: other
+    hyperparameters of the agent, fixed (shape-setting ones included).
+
+    Returns (rows, summary): rows, one per (point, setting, seed, tau) with the
+    point's values as columns and kl; summary, one per point with dkl_1, dkl_10,
+    dkl_agg = dkl_1 + dkl_10 / 10 (means over settings and seeds), its standard
+    error over (setting, seed) pairs and ``best`` (True for the lowest dkl_agg).
+    """
+    if agent_name not in names():
+        raise ValueError(f"agent must be one of {list(names())}, got {agent_name!r}")
+    check_inputs_fit(agent_name, "the testbed", one_hot=False)
+    if not grid or any(len(values) == 0 for values in grid.values()):
+        raise ValueError(f"grid must give at least one value per hyperparameter, got {dict(grid)!r}")
+    sweep = get_sweep(sweep) if isinstance(sweep, str) else sweep
+    num_seeds = sweep.num_seeds if seeds is None else check_int("seeds", seeds, 1)
+    num_test = check_int("num_test", num_test, 1)
+    num_models = check_int("num_models", num_models, 1)
+    points = grid_points(grid)
+    rows = []
+    for setting in sweep.settings:
+        prior = make_prior(setting.prior, setting.input_dim, setting.temperature)
+        spec = ProblemSpec(prior.input_dim, prior.num_classes, prior.temperature, setting.num_train)
+        agent = make(agent_name, spec, **dict(overrides or {}))
+        hyper = hyperparameters_of(agent)
+        if hyper is None:
+            raise ValueError(f"agent {agent_name!r} has no real-valued hyperparameters to tune")
+        grid_agent = with_hyperparameters(agent, _stacked_hyper(hyper, points, agent_name))
+        resolved = resolve_method(FittedAgent(agent, None), method)
+        budget = max(1, max_rows // (num_seeds * len(points)))
+        configs = tuple(
+            EvalConfig(d.tau, d.kappa, num_test, num_models, resolved, budget) for d in DESIGNS
+        )
+        seeds_list = list(range(num_seeds))
+        env_keys = jnp.stack(
+            [problem_key(s, setting.input_dim, setting.num_train, setting.temperature) for s in seeds_list]
+        )
+        fit_keys = jax.vmap(lambda k: jax.random.fold_in(k, FIT_TAG))(env_keys)
+        eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_TAG))(env_keys)
+        per_design, _, _, finite = _fit_and_evaluate_grid(
+            grid_agent, prior, env_keys, fit_keys, eval_keys,
+            num_train=setting.num_train, configs=configs, num_test=num_test, method=resolved,
+        )
+        for g, point in enumerate(points):
+            for d, cfg in enumerate(configs):
+                env_ll, agent_ll = (np.asarray(a)[g] for a in per_design[d])
+                for s, seed in enumerate(seeds_list):
+                    kl, stderr, _ = summarize(env_ll[s] - agent_ll[s], strict=False)
+                    rows.append({
+                        "agent": agent_name, **point, "input_dim": setting.input_dim,
+                        "num_train": setting.num_train, "temperature": setting.temperature,
+                        "tau": cfg.tau, "seed": seed, "kl": kl, "kl_stderr": stderr,
+                        "params_finite": bool(np.asarray(finite)[g, s]),
+                    })
+    frame = pd.DataFrame(rows)
+    return frame, summarize_grid(frame, list(grid))
+
+
+def summarize_grid(rows: pd.DataFrame, grid_names: list[str]) -> pd.DataFrame:
+    """One row per grid point: dkl_1, dkl_10, dkl_agg (means over settings and
+    seeds), dkl_agg_stderr and best. A point with a NaN estimate gets NaN."""
+    per_problem = rows.pivot_table(
+        index=[*grid_names, "input_dim", "num_train", "temperature", "seed"],
+        columns="tau", values="kl", aggfunc="first", dropna=False,
+    )
+    agg = per_problem[1] + per_problem[10] / 10.0
+    frame = pd.DataFrame({"dkl_1": per_problem[1], "dkl_10": per_problem[10], "dkl_agg": agg})
+    grouped = frame.groupby(level=grid_names, sort=False)
+    # A NaN estimate (a failed fit) makes its point NaN, never a silent average.
+    summary = grouped.agg(lambda v: v.mean(skipna=False))
+    summary["dkl_agg_stderr"] = grouped.dkl_agg.sem()
+    summary["best"] = summary.dkl_agg == summary.dkl_agg.min()
+    return summary.reset_index()
+
+
+# ----------------------------------------------------------------------------
+# decision-bench tune
+
+
+def _parse_grid(items: Sequence[str]) -> dict[str, tuple[float, ...]]:
+    """["l2=0.1,1,10", "learning_rate=1e-3"] -> {"l2": (0.1, 1.0, 10.0), ...}."""
+    grid = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        try:
+            parsed = tuple(float(v) for v in values.split(",") if v.strip())
+        except ValueError:
+            parsed = ()
+        if not sep or not name.strip() or not parsed:
+            raise ValueError(f"--grid must look like NAME=V1,V2,... (numbers), got {item!r}")
+        grid[name.strip()] = parsed
+    return grid
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    from decision_bench._src.console import HelpFormatter
+    from decision_bench.evaluation.sweeps import SWEEP_NAMES
+
+    p = subparsers.add_parser(
+        "tune",
+        help="a grid of an agent's real-valued hyperparameters as one vmapped program (App. C)",
+        description=__doc__,
+        formatter_class=HelpFormatter,
+    )
+    p.add_argument("agent", help="a registered agent name")
+    p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="values of one hyperparameter; repeat for a product grid "
+                   "(default: the paper's grid for the agent, where App. C gives one)")
+    p.add_argument("--sweep", default="quick", choices=SWEEP_NAMES, help="testbed settings")
+    p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (None: the sweep's)")
+    p.add_argument("--num-test", type=int, default=1000, help="test tau-samples per problem")
+    p.add_argument("--num-models", type=int, default=1000, help="agent draws per estimate")
+    p.add_argument("--out", required=True, help="output folder: tune.csv and tune_summary.csv")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from decision_bench._src.files import atomic_write_text, check_output_dir
+
+    if args.grid:
+        grid = _parse_grid(args.grid)
+    elif args.agent in PAPER_GRIDS:
+        grid = PAPER_GRIDS[args.agent]
+    else:
+        raise ValueError(
+            f"--grid is needed for {args.agent!r}: the paper gives no real-valued grid for it "
+            f"(paper grids: {sorted(PAPER_GRIDS)})"
+        )
+    out = check_output_dir(args.out)
+    print(f"tuning {args.agent} over {len(grid_points(grid))} points: {grid}", file=sys.stderr)
+    rows, summary = tune(args.agent, grid, args.sweep, args.seeds,
+                         num_test=args.num_test, num_models=args.num_models)
+    atomic_write_text(out / "tune.csv", rows.to_csv(index=False))
+    atomic_write_text(out / "tune_summary.csv", summary.to_csv(index=False))
+    with pd.option_context("display.float_format", "{:.4g}".format, "display.width", 120):
+        print(summary.to_string(index=False))
+    print(f"wrote {out / 'tune.csv'} and {out / 'tune_summary.csv'}")
+    return 0
