@@ -75,6 +75,7 @@ def test_command_writes_rows_and_summary(tmp_path, capsys):
     status = cli.main(["tune", "mlp", "--grid", "l2=0.1,1", "--sweep", "quick", "--seeds", "1",
                        "--num-test", "10", "--num-models", "4", "--out", str(tmp_path)])
     assert status == 0
+    assert "tune mlp" in capsys.readouterr().err  # the progress bar over settings
     summary = pd.read_csv(tmp_path / "tune_summary.csv")
     assert list(summary.l2) == [0.1, 1.0] and summary.best.sum() == 1
     assert len(pd.read_csv(tmp_path / "tune.csv")) == 2 * 2 * 2  # points x settings x tau

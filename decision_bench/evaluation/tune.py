@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
 from decision_bench._validation import check_int
@@ -115,6 +116,7 @@ def tune(
     method: str = "auto",
     overrides: Mapping[str, Any] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
+    progress: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Evaluates a grid of real-valued hyperparameters of one agent on a sweep.
 
@@ -122,6 +124,7 @@ def tune(
     sweep or a Sweep (its settings are used; the designs are always tau 1 and
     tau 10 iid). seeds: a count (None: the sweep's). overrides: other
     hyperparameters of the agent, fixed (shape-setting ones included).
+    progress: a bar over the sweep's settings.
 
     Returns (rows, summary): rows, one per (point, setting, seed, tau) with the
     point's values as columns and kl; summary, one per point with dkl_1, dkl_10,
@@ -139,7 +142,9 @@ def tune(
     num_models = check_int("num_models", num_models, 1)
     points = grid_points(grid)
     rows = []
-    for setting in sweep.settings:
+    bar = tqdm(sweep.settings, desc=f"tune {agent_name}", unit="setting", disable=not progress)
+    for setting in bar:
+        bar.set_postfix_str(f"T={setting.num_train} beta={setting.temperature}")
         prior = make_prior(setting.prior, setting.input_dim, setting.temperature)
         spec = ProblemSpec(prior.input_dim, prior.num_classes, prior.temperature, setting.num_train)
         agent = make(agent_name, spec, **dict(overrides or {}))
@@ -232,6 +237,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--num-test", type=int, default=1000, help="test tau-samples per problem")
     p.add_argument("--num-models", type=int, default=1000, help="agent draws per estimate")
     p.add_argument("--out", required=True, help="output folder: tune.csv and tune_summary.csv")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run_command)
     return p
 
@@ -251,7 +257,8 @@ def run_command(args: argparse.Namespace) -> int:
     out = check_output_dir(args.out)
     print(f"tuning {args.agent} over {len(grid_points(grid))} points: {grid}", file=sys.stderr)
     rows, summary = tune(args.agent, grid, args.sweep, args.seeds,
-                         num_test=args.num_test, num_models=args.num_models)
+                         num_test=args.num_test, num_models=args.num_models,
+                         progress=not args.no_progress)
     atomic_write_text(out / "tune.csv", rows.to_csv(index=False))
     atomic_write_text(out / "tune_summary.csv", summary.to_csv(index=False))
     with pd.option_context("display.float_format", "{:.4g}".format, "display.width", 120):
