@@ -71,6 +71,7 @@ import numpy as np
 import pandas as pd
 
 from decision_bench._src.files import atomic_write, atomic_write_text
+from decision_bench._src.keys import BANDIT_ACT_TAG, BANDIT_AGENT_TAG, BANDIT_INIT_TAG, BANDIT_LEARN_TAG
 from decision_bench._validation import check_choice, check_int, check_positive
 from decision_bench.agents.base import Agent, Batch, params_are_finite
 from decision_bench.agents.registry import check_inputs_fit
@@ -106,10 +107,11 @@ COLUMNS = (
 # or `decision-bench bandit --regularization`.
 DEFAULT_REGULARIZATION = "sequential_linear_beta"
 
-_TAG_AGENT = 1001
-_TAG_INIT = 0
-_TAG_ACT = 1
-_TAG_LEARN = 2
+# The key derivation's purpose tags (values in _src/keys.py, with every other tag).
+_TAG_AGENT = BANDIT_AGENT_TAG
+_TAG_INIT = BANDIT_INIT_TAG
+_TAG_ACT = BANDIT_ACT_TAG
+_TAG_LEARN = BANDIT_LEARN_TAG
 
 _STATE_FILE = "bandit_state.npz"
 _CONFIG_FILE = "bandit_config.json"

@@ -55,6 +55,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from decision_bench._src.keys import ACCURACY_TAG, NLL_TAG, SPLIT_TAG, SUBSAMPLE_TAG
 from decision_bench._validation import check_choice, check_int, check_optional_int, check_positive
 from decision_bench.envs.testbed import Dataset
 from decision_bench.evaluation.kl import (
@@ -75,12 +76,6 @@ TEST_FRACTION = 0.2
 CANONICAL_SPLIT_SEED = 0
 MIN_PER_SPLIT = 2
 
-# Purpose tags of the host Generators host_rng(seed, tag) of a problem.
-SPLIT_TAG = 0
-SUBSAMPLE_TAG = 1
-# Under an evaluation key: tau-samples and accuracy draw independent streams.
-NLL_TAG = 0
-ACCURACY_TAG = 1
 
 _SKLEARN_LOADERS = {
     "iris": "load_iris",

@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from decision_bench._src.keys import CLASSIFICATION_TAG, MODEL_TAG, TEST_TAG
 from decision_bench._validation import check_choice, check_int
 from decision_bench.agents.base import Agent
 from decision_bench.envs.testbed import TestbedProblem, sample_test
@@ -49,12 +50,6 @@ from decision_bench.evaluation.likelihood import (
 
 METHODS = ("auto", "exact", "monte_carlo", "partition")
 MIN_FRACTION_FINITE = 0.5
-
-# Purpose tags for jax.random.fold_in: the same evaluation key gives independent
-# streams for test data, model draws and accuracy inputs.
-TEST_TAG = 0
-MODEL_TAG = 1
-CLASSIFICATION_TAG = 2
 
 
 class FittedAgent(NamedTuple):

@@ -38,6 +38,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from decision_bench._src.keys import REALDATA_EVAL_TAG as EVAL_TAG
+from decision_bench._src.keys import REALDATA_FIT_TAG as FIT_TAG
 from decision_bench._validation import check_choice, check_int, check_optional_int
 from decision_bench.agents import Agent, fit, make, names
 from decision_bench.agents.registry import check_inputs_fit
@@ -51,8 +53,6 @@ from decision_bench.datasets import (
 from decision_bench.evaluation.kl import METHODS, FittedAgent, NonFiniteEstimateError
 from decision_bench.evaluation.runner import environment_info
 
-FIT_TAG = 1
-EVAL_TAG = 2
 
 COLUMNS = (
     "agent",

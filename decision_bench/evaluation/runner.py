@@ -35,7 +35,13 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
+from decision_bench._src.keys import (
+    CLASSIFICATION_KEY_TAG,
+    DESIGN_TAG,
+    EVAL_TAG,
+    FIT_TAG,
+    problem_key,
+)
 from decision_bench._validation import check_choice, check_int
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
 from decision_bench.agents.registry import check_inputs_fit
@@ -54,10 +60,6 @@ from decision_bench.evaluation.sweeps import Sweep, TestbedSetting, get_sweep
 from decision_bench.priors import make_prior
 from decision_bench.specs import ProblemSpec
 
-# Under the evaluation key: test design i uses fold_in(fold_in(key, DESIGN_TAG), i),
-# accuracy and ECE use fold_in(key, CLASSIFICATION_KEY_TAG).
-DESIGN_TAG = 0
-CLASSIFICATION_KEY_TAG = 1
 
 COLUMNS = (
     "agent",
