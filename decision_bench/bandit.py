@@ -561,11 +561,9 @@ def _save_checkpoint(
     atomic_write_text(out_dir / _CONFIG_FILE, json.dumps(config, indent=1, sort_keys=True) + "\n")
 
 
-def _read_checkpoint(
-    path: Path, template: SeedCarry, num_steps: int
-) -> tuple[dict, SeedCarry, int, float, np.ndarray]:
-    """(config, carry, t, wall seconds, logged) of one file; DamagedCheckpoint if
-    it is unreadable, fails its checksum, or holds values no run writes."""
+def _read_checkpoint(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    """(saved config, arrays) of one file that passes its checksum and holds values
+    a run writes; DamagedCheckpoint saying why otherwise."""
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: np.array(data[name]) for name in data.files}
@@ -578,16 +576,16 @@ def _read_checkpoint(
         raise DamagedCheckpoint("checksum mismatch")
     try:
         config = json.loads(str(arrays["config"]))
-        t, wall, logged = int(arrays["t"]), float(arrays["wall_seconds"]), arrays["logged"]
-        names = sorted(k for k in arrays if k.startswith("leaf_"))
-        carry = _from_numpy(template, [arrays[k] for k in names])
+        num_steps = int(config["num_steps"])  # the saved run's length, not this run's
+        t, logged = int(arrays["t"]), arrays["logged"]
+        float(arrays["wall_seconds"])
     except (KeyError, ValueError, TypeError) as error:
-        raise DamagedCheckpoint(f"does not fit this run ({error})") from None
+        raise DamagedCheckpoint(f"malformed ({error})") from None
     if not 0 < t <= num_steps or logged.ndim != 2 or not np.all(np.isfinite(logged)):
         # Regrets stay finite even for a seed that failed (its regret freezes), so
         # a NaN here never came from a run.
         raise DamagedCheckpoint("progress values out of range (non-finite regret or bad step)")
-    return config, carry, t, wall, logged
+    return config, arrays
 
 
 def _config_difference(saved: dict, config: dict) -> str:
@@ -596,21 +594,34 @@ def _config_difference(saved: dict, config: dict) -> str:
 
 
 def _load_checkpoint(
-    out_dir: Path, config: dict, template: SeedCarry, num_steps: int
+    out_dir: Path, config: dict, template: SeedCarry
 ) -> tuple[SeedCarry, int, float, np.ndarray] | None:
     """The newest usable saved state of this config, or None if there is none.
 
     A damaged file is named in a warning and moved aside to ``<name>.damaged``
     (kept for inspection, never read again); the older state is tried next. A
     sound checkpoint of another config raises ValueError naming every argument
-    that differs: resuming it would mix two experiments.
+    that differs (before its arrays are compared with this run's shapes, so it is
+    never mistaken for damage): resuming it would mix two experiments.
     """
     for name in (_STATE_FILE, _PREVIOUS_STATE_FILE):
         path = out_dir / name
         if not path.exists():
             continue
         try:
-            saved, carry, t, wall, logged = _read_checkpoint(path, template, num_steps)
+            saved, arrays = _read_checkpoint(path)
+            if saved != config:
+                raise ValueError(
+                    f"{out_dir} holds a saved run with other arguments "
+                    f"({_config_difference(saved, config)}); give the same arguments to resume "
+                    "it, start over with --restart (resume=False in Python) or choose another "
+                    "output folder"
+                )
+            try:
+                leaves = [arrays[k] for k in sorted(k for k in arrays if k.startswith("leaf_"))]
+                carry = _from_numpy(template, leaves)
+            except ValueError as error:
+                raise DamagedCheckpoint(f"does not fit its own arguments ({error})") from None
         except DamagedCheckpoint as why:
             os.replace(path, path.with_name(path.name + ".damaged"))
             warnings.warn(
@@ -620,13 +631,7 @@ def _load_checkpoint(
                 stacklevel=3,
             )
             continue
-        if saved != config:
-            raise ValueError(
-                f"{out_dir} holds a saved run with other arguments ({_config_difference(saved, config)}); "
-                "give the same arguments to resume it, start over with --restart (resume=False "
-                "in Python) or choose another output folder"
-            )
-        return carry, t, wall, logged
+        return carry, int(arrays["t"]), float(arrays["wall_seconds"]), np.array(arrays["logged"])
     return None
 
 
@@ -743,7 +748,7 @@ def run_bandit(
             for name in (_STATE_FILE, _PREVIOUS_STATE_FILE):
                 (out_path / name).unlink(missing_ok=True)
         else:
-            saved = _load_checkpoint(out_path, config, carry, num_steps)
+            saved = _load_checkpoint(out_path, config, carry)
             if saved is not None:
                 carry, t, previous_wall, logged = saved
     bar = tqdm(

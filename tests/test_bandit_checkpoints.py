@@ -150,3 +150,18 @@ def test_checkpoint_files_follow_the_umask(tmp_path, setup):
         os.umask(previous)
     for name in (STATE, PREVIOUS, CONFIG):
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize("other", [{"num_steps": 150}, {"seeds": [0, 1, 2]}])
+def test_a_sound_run_with_other_arguments_is_refused_never_set_aside(tmp_path, setup, other):
+    # Fewer steps than already saved, or other seeds (other array shapes): both
+    # are another experiment, not damage; the saved files must stay as they are.
+    _interrupted_run(tmp_path, setup)
+    before = {name: (tmp_path / name).read_bytes() for name in (STATE, PREVIOUS)}
+    args, kwargs, _ = setup
+    agent, env, num_steps, seeds = args
+    call = {"num_steps": num_steps, "seeds": seeds, **other}
+    with pytest.raises(ValueError, match=f"other arguments \\({next(iter(other))}: saved"):
+        run_bandit(agent, env, call["num_steps"], call["seeds"], out_dir=tmp_path, **kwargs)
+    assert {name: (tmp_path / name).read_bytes() for name in (STATE, PREVIOUS)} == before
+    assert not list(tmp_path.glob("*.damaged"))
