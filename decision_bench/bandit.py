@@ -71,6 +71,7 @@ import numpy as np
 import pandas as pd
 
 from decision_bench._src.files import atomic_write, atomic_write_text
+# The key derivation's purpose tags (above); changing one changes every result.
 from decision_bench._src.keys import BANDIT_ACT_TAG, BANDIT_AGENT_TAG, BANDIT_INIT_TAG, BANDIT_LEARN_TAG
 from decision_bench._validation import check_choice, check_int, check_positive
 from decision_bench.agents.base import Agent, Batch, params_are_finite
@@ -95,7 +96,6 @@ COLUMNS = (
     "error",
 )
 
-# Purpose tags of the key derivation above. Changing one changes every result.
 # The decayed L2 weight in the bandit. Paper 000 App. E.2 prints lambda * 2 sqrt(beta) /
 # (M t) ("sequential"); the released code, which made the published figures, uses
 # lambda * 2 beta / (M t) ("sequential_linear_beta"). Evidence (scripts/
@@ -107,11 +107,6 @@ COLUMNS = (
 # or `decision-bench bandit --regularization`.
 DEFAULT_REGULARIZATION = "sequential_linear_beta"
 
-# The key derivation's purpose tags (values in _src/keys.py, with every other tag).
-_TAG_AGENT = BANDIT_AGENT_TAG
-_TAG_INIT = BANDIT_INIT_TAG
-_TAG_ACT = BANDIT_ACT_TAG
-_TAG_LEARN = BANDIT_LEARN_TAG
 
 _STATE_FILE = "bandit_state.npz"
 _CONFIG_FILE = "bandit_config.json"
@@ -160,7 +155,7 @@ class SeedCarry(NamedTuple):
 def seed_keys(seed: Any) -> tuple[jax.Array, jax.Array]:
     """(root, k_agent) for a seed (a Python or traced int); see the module docstring."""
     root = jax.random.key(seed)
-    return root, jax.random.fold_in(root, _TAG_AGENT)
+    return root, jax.random.fold_in(root, BANDIT_AGENT_TAG)
 
 
 # ----------------------------------------------------------------------------
@@ -192,7 +187,7 @@ class BanditLoop:
         _, k_agent = seed_keys(seed)
         # spec None: an agent knows its spec from construction (the registry's
         # agents check a given spec against it, so None always fits).
-        state = self.agent.init(jax.random.fold_in(k_agent, _TAG_INIT), None)
+        state = self.agent.init(jax.random.fold_in(k_agent, BANDIT_INIT_TAG), None)
         d = self.env.input_dim
         replay = Replay(
             x=jnp.zeros((self.replay_capacity, d), jnp.float32),
@@ -227,7 +222,7 @@ class BanditLoop:
     def act(self, learner: LearnerState, actions: jax.Array) -> jax.Array:
         """The action (a [] i32) for the action set actions [A, d] at step learner.t."""
         key = jax.random.fold_in(
-            jax.random.fold_in(jax.random.wrap_key_data(learner.key), _TAG_ACT), learner.t
+            jax.random.fold_in(jax.random.wrap_key_data(learner.key), BANDIT_ACT_TAG), learner.t
         )
         k_draw, k_tie = jax.random.split(key)
         num_actions = actions.shape[0]
@@ -246,7 +241,7 @@ class BanditLoop:
         t = learner.t + 1
         num_seen = t.astype(jnp.float32)
         k_learn = jax.random.fold_in(
-            jax.random.fold_in(jax.random.wrap_key_data(learner.key), _TAG_LEARN), learner.t
+            jax.random.fold_in(jax.random.wrap_key_data(learner.key), BANDIT_LEARN_TAG), learner.t
         )
         state = learner.agent
         if self.policy == "uniform":

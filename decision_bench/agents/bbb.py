@@ -166,7 +166,6 @@ def prior_form(mixture_weight: float) -> str:
     return "mixture"
 
 
-
 def _kl_weight(hyper: BBBHyper, num_seen: jax.Array, *, input_dim: int, regularization: str):
     return decayed_weight(
         hyper.kl_scale,

@@ -138,7 +138,6 @@ def hyperparameters(spec: ProblemSpec, config: DropoutConfig) -> DropoutHyper:
     )
 
 
-
 def _l2_weight(
     hyper: DropoutHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
 ) -> jax.Array:

@@ -157,7 +157,6 @@ def hyperparameters(spec: ProblemSpec, config: SGMCMCConfig) -> SGMCMCHyper:
     )
 
 
-
 def _prior_weight(
     hyper: SGMCMCHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
 ) -> jax.Array:
