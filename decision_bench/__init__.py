@@ -10,7 +10,7 @@ from decision_bench.envs import make_testbed_problem
 from decision_bench.envs.registration import register_envs
 from decision_bench.specs import ProblemSpec
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 ENV_IDS = register_envs()
 

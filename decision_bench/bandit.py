@@ -185,9 +185,8 @@ class BanditLoop:
     def init_learner(self, seed: jax.Array) -> LearnerState:
         """A fresh learner for a seed ([] int): agent initialised, replay empty."""
         _, k_agent = seed_keys(seed)
-        # spec None: an agent knows its spec from construction (the registry's
-        # agents check a given spec against it, so None always fits).
-        state = self.agent.init(jax.random.fold_in(k_agent, BANDIT_INIT_TAG), None)
+        # An agent knows its spec (shapes) from construction: init takes only a key.
+        state = self.agent.init(jax.random.fold_in(k_agent, BANDIT_INIT_TAG))
         d = self.env.input_dim
         replay = Replay(
             x=jnp.zeros((self.replay_capacity, d), jnp.float32),
@@ -208,7 +207,7 @@ class BanditLoop:
     def scores(self, agent_state: Any, key: jax.Array, actions: jax.Array) -> jax.Array:
         """Policy scores of the action set: actions [A, d] -> [A] (higher is better)."""
         if self.policy == "thompson":
-            logits = self.agent.sample_logits(agent_state, key, actions)  # [A, 2]
+            logits = self.agent.sample_logits(key, agent_state, actions)  # [A, 2]
             # log-odds of reward 1: monotone in P(y = 1) and, unlike the
             # probability, it does not saturate to exact ties at 0 or 1.
             return logits[:, 1] - logits[:, 0]
@@ -216,7 +215,7 @@ class BanditLoop:
             members = self.agent.member_logits(agent_state, actions)  # [M, A, 2]
             return jax.nn.softmax(members, axis=-1)[..., 1].mean(axis=0)
         keys = jax.random.split(key, self.greedy_samples)
-        draws = jax.vmap(lambda k: self.agent.sample_logits(agent_state, k, actions))(keys)
+        draws = jax.vmap(lambda k: self.agent.sample_logits(k, agent_state, actions))(keys)
         return jax.nn.softmax(draws, axis=-1)[..., 1].mean(axis=0)
 
     def act(self, learner: LearnerState, actions: jax.Array) -> jax.Array:
@@ -248,7 +247,7 @@ class BanditLoop:
             pass  # training cannot change a uniform policy's actions: skip it
         elif self.update_mode == "online":
             batch = Batch(x=x[None], y=y[None], num_seen=num_seen, index=pos[None])
-            state = self.agent.update(state, batch, jax.random.fold_in(k_learn, 0))
+            state = self.agent.update(jax.random.fold_in(k_learn, 0), state, batch)
         else:
             filled = jnp.minimum(t, self.replay_capacity)
 
@@ -256,7 +255,7 @@ class BanditLoop:
                 k_index, k_update = jax.random.split(jax.random.fold_in(k_learn, j))
                 index = jax.random.randint(k_index, (self.batch_size,), 0, filled, jnp.int32)
                 batch = Batch(x=replay.x[index], y=replay.y[index], num_seen=num_seen, index=index)
-                return self.agent.update(state, batch, k_update), None
+                return self.agent.update(k_update, state, batch), None
 
             state, _ = jax.lax.scan(sgd_step, state, jnp.arange(self.steps_per_obs))
         learner = LearnerState(agent=state, replay=replay, t=t, key=learner.key)

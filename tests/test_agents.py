@@ -76,7 +76,7 @@ def _fit_program(name: str):
     agent = small_agent(name)
 
     def run(key, data):
-        initial = agent.init(jax.random.split(key)[0], SPEC)
+        initial = agent.init(jax.random.split(key)[0])
         return initial, agents.fit(agent, key, data, SPEC)
 
     return jax.jit(run)
@@ -92,9 +92,9 @@ def fitted(name: str, seed: int = 0):
 
 @functools.lru_cache(maxsize=None)
 def sampler(name: str):
-    """jitted (state, keys [K], x [n, d]) -> logits [K, n, C]."""
+    """jitted (keys [K], state, x [n, d]) -> logits [K, n, C]."""
     agent = small_agent(name)
-    return jax.jit(jax.vmap(agent.sample_logits, (None, 0, None)))
+    return jax.jit(jax.vmap(agent.sample_logits, (0, None, None)))
 
 
 def _signature(tree):
@@ -109,7 +109,7 @@ def test_shapes_and_state_signature(name):
     agent, data, initial, state = fitted(name)
     assert _signature(state) == _signature(initial)
     x = data.x[:7]
-    logits = sampler(name)(state, jax.random.split(jax.random.key(1), 3), x)
+    logits = sampler(name)(jax.random.split(jax.random.key(1), 3), state, x)
     assert logits.shape == (3, 7, SPEC.num_classes)
     assert bool(jnp.all(jnp.isfinite(logits)))
     if agent.member_logits is not None:
@@ -124,7 +124,7 @@ def test_training_lowers_loss_on_separable_data(name):
 
     def predictive_nll(s):
         # NLL of the mean predictive over 16 draws, on the training data.
-        probs = jax.nn.softmax(sampler(name)(s, keys, data.x), -1).mean(0)
+        probs = jax.nn.softmax(sampler(name)(keys, s, data.x), -1).mean(0)
         return float(-jnp.log(jnp.take_along_axis(probs, data.y[:, None], 1) + 1e-12).mean())
 
     nll_before, nll_after = predictive_nll(initial), predictive_nll(state)
@@ -137,8 +137,8 @@ def test_training_lowers_loss_on_separable_data(name):
 def test_same_key_same_sample_different_keys_differ(name):
     agent, data, initial, state = fitted(name)
     keys = jax.random.split(jax.random.key(3), 8)
-    draws = np.asarray(sampler(name)(state, keys, data.x[:5]))
-    again = np.asarray(sampler(name)(state, keys, data.x[:5]))
+    draws = np.asarray(sampler(name)(keys, state, data.x[:5]))
+    again = np.asarray(sampler(name)(keys, state, data.x[:5]))
     np.testing.assert_array_equal(draws, again)
     distinct = {d.tobytes() for d in draws}
     if name in DETERMINISTIC:
@@ -240,7 +240,7 @@ def test_agent_weights_follow_the_formulas():
 def test_dropout_identical_inputs_get_identical_logits():
     agent, data, initial, state = fitted("dropout")
     x = jnp.stack([data.x[0], data.x[0], data.x[1], data.x[0]])
-    logits = sampler("dropout")(state, jax.random.split(jax.random.key(4), 6), x)
+    logits = sampler("dropout")(jax.random.split(jax.random.key(4), 6), state, x)
     np.testing.assert_array_equal(logits[:, 0], logits[:, 1])
     np.testing.assert_array_equal(logits[:, 0], logits[:, 3])
     assert len({np.asarray(l[0]).tobytes() for l in logits}) > 1  # masks vary by key
@@ -296,7 +296,7 @@ def test_bootstrap_weights_are_stored_and_looked_up_by_index():
     )
     x = data.x[:4]
     batch = agents.Batch(x, data.y[:4], jnp.float32(NUM_TRAIN), jnp.arange(4) + 4)
-    new = update(start, batch, jax.random.key(8))
+    new = update(jax.random.key(8), start, batch)
     moved = jax.tree.map(
         lambda a, b: np.asarray(jnp.any(a != b, axis=tuple(range(1, a.ndim)))),
         new.params,
@@ -308,12 +308,12 @@ def test_bootstrap_weights_are_stored_and_looked_up_by_index():
 
 def test_prior_baseline_has_the_generative_statistics():
     agent = agents.make("prior", SPEC)
-    state = agent.init(jax.random.key(0), SPEC)
+    state = agent.init(jax.random.key(0))
     x = jnp.array([[0.0, 0.0], [1.0, -0.5], [-2.0, 1.5]])
     n = 4000
     ours = np.asarray(
-        jax.jit(jax.vmap(agent.sample_logits, (None, 0, None)))(
-            state, jax.random.split(jax.random.key(9), n), x
+        jax.jit(jax.vmap(agent.sample_logits, (0, None, None)))(
+            jax.random.split(jax.random.key(9), n), state, x
         )
     )
     gen = MLPPrior(2, temperature=SPEC.temperature)
@@ -448,7 +448,7 @@ def test_empty_data_returns_the_initial_state():
     agent = agents.make("mlp", spec, num_steps=5)
     empty = Dataset(jnp.zeros((0, 2)), jnp.zeros((0,), jnp.int32))
     state = agents.fit(agent, jax.random.key(0), empty, spec)
-    initial = jax.jit(lambda k: agent.init(k, spec))(jax.random.split(jax.random.key(0))[0])
+    initial = jax.jit(agent.init)(jax.random.split(jax.random.key(0))[0])
     jax.tree.map(np.testing.assert_array_equal, state, initial)
 
 
@@ -489,7 +489,7 @@ def test_agent_networks_start_with_the_reference_initialiser():
         agent = agents.make(name, spec)
         kernels = []
         for i in range(100):
-            params = agent.init(jax.random.key(i), spec).params["params"]
+            params = agent.init(jax.random.key(i)).params["params"]
             kernels.append(np.asarray(params[sorted(params)[1]]["kernel"]).ravel())
         w = np.concatenate(kernels)
         fan_in = 50 if name == "mlp" else 100

@@ -58,7 +58,7 @@ def trained():
         k_fit = jax.random.key(3)
         # fit splits its key into (init, steps) and inits under jit: the same
         # key and jit give its exact initial state.
-        init_state = jax.jit(agent.init, static_argnums=1)(jax.random.split(k_fit)[0], SPEC)
+        init_state = jax.jit(agent.init)(jax.random.split(k_fit)[0])
         state = fit(agent, k_fit, train, SPEC)
         out[name] = (agent, init_state, state, train, test)
     return out
@@ -67,8 +67,8 @@ def trained():
 def _mean_probs(agent, state, x, num_samples=32):
     """Posterior-predictive class probabilities [n, C] from num_samples draws."""
     keys = jax.random.split(jax.random.key(7), num_samples)
-    draw = jax.jit(jax.vmap(agent.sample_logits, (None, 0, None)))
-    return jax.nn.softmax(draw(state, keys, x), -1).mean(0)
+    draw = jax.jit(jax.vmap(agent.sample_logits, (0, None, None)))
+    return jax.nn.softmax(draw(keys, state, x), -1).mean(0)
 
 
 def _nll(probs, y):
@@ -81,7 +81,7 @@ def _nll(probs, y):
 @pytest.mark.parametrize("name", NAMES)
 def test_shapes_and_learning(trained, name):
     agent, init_state, state, _, test = trained[name]
-    logits = agent.sample_logits(state, jax.random.key(0), test.x)
+    logits = agent.sample_logits(jax.random.key(0), state, test.x)
     assert logits.shape == (test.x.shape[0], SPEC.num_classes)
     assert logits.dtype == jnp.float32
     assert bool(jnp.all(jnp.isfinite(logits)))
@@ -95,9 +95,9 @@ def test_shapes_and_learning(trained, name):
 @pytest.mark.parametrize("name", NAMES)
 def test_same_key_same_sample_different_keys_differ(trained, name):
     agent, _, state, _, test = trained[name]
-    a = agent.sample_logits(state, jax.random.key(11), test.x)
-    b = agent.sample_logits(state, jax.random.key(11), test.x)
-    c = agent.sample_logits(state, jax.random.key(12), test.x)
+    a = agent.sample_logits(jax.random.key(11), state, test.x)
+    b = agent.sample_logits(jax.random.key(11), state, test.x)
+    c = agent.sample_logits(jax.random.key(12), state, test.x)
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert float(jnp.abs(a - c).max()) > 1e-4
 
@@ -108,13 +108,13 @@ def test_sample_is_joint_across_inputs(trained, name):
     x = test.x[:10]
     k = jax.random.key(5)
     twice = jnp.concatenate([x[:1], x[:1], x[1:]], 0)
-    logits = agent.sample_logits(state, k, twice)
+    logits = agent.sample_logits(k, state, twice)
     np.testing.assert_array_equal(np.asarray(logits[0]), np.asarray(logits[1]))
     # One draw: the logits of an input do not depend on which other inputs are
     # in the call.
     np.testing.assert_allclose(
-        np.asarray(agent.sample_logits(state, k, x)[:4]),
-        np.asarray(agent.sample_logits(state, k, x[:4])),
+        np.asarray(agent.sample_logits(k, state, x)[:4]),
+        np.asarray(agent.sample_logits(k, state, x[:4])),
         rtol=1e-5,
         atol=1e-5,
     )
@@ -124,7 +124,7 @@ def test_sample_is_joint_across_inputs(trained, name):
 def test_state_signature_stable_under_jit_update(trained, name):
     agent, init_state, _, train, _ = trained[name]
     batch = Batch(train.x[:20], train.y[:20], jnp.float32(100.0), jnp.arange(20))
-    new = jax.jit(agent.update)(init_state, batch, jax.random.key(0))
+    new = jax.jit(agent.update)(jax.random.key(0), init_state, batch)
     assert _sig(new) == _sig(init_state)
     assert jax.tree.structure(new) == jax.tree.structure(init_state)
 
@@ -133,7 +133,7 @@ def test_state_signature_stable_under_jit_update(trained, name):
 def test_wrong_input_shape_names_both_shapes(trained, name):
     agent, _, state, _, _ = trained[name]
     with pytest.raises(ValueError, match=r"\(5, 3\).*input_dim=2"):
-        agent.sample_logits(state, jax.random.key(0), jnp.zeros((5, 3)))
+        agent.sample_logits(jax.random.key(0), state, jnp.zeros((5, 3)))
 
 
 # ------------------------------------------------------------- per family
@@ -157,7 +157,7 @@ def test_sgmcmc_members_and_buffer(trained):
     # Kept models differ from one another (the chain moves) ...
     assert float(jnp.abs(members[0] - members[-1]).max()) > 1e-3
     # ... and every sample is one of the kept models.
-    sample = agent.sample_logits(state, jax.random.key(3), test.x[:7])
+    sample = agent.sample_logits(jax.random.key(3), state, test.x[:7])
     distance = jnp.abs(members - sample[None]).max(axis=(1, 2))
     assert float(distance.min()) < 1e-5
 
@@ -165,7 +165,7 @@ def test_sgmcmc_members_and_buffer(trained):
 def test_sgmcmc_before_burn_in_uses_current_params(trained):
     agent, init_state, _, _, test = trained["sgmcmc_quick"]
     members = agent.member_logits(init_state, test.x[:3])
-    sample = agent.sample_logits(init_state, jax.random.key(0), test.x[:3])
+    sample = agent.sample_logits(jax.random.key(0), init_state, test.x[:3])
     np.testing.assert_allclose(np.asarray(members[0]), np.asarray(sample), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(members[-1]), np.asarray(sample), rtol=1e-6)
 
@@ -175,7 +175,7 @@ def test_bbb_sampled_kl_matches_analytical_kl():
     agree within 4 standard errors computed from the draws themselves."""
     cfg = bbb_mod.BBBConfig(hidden_sizes=(8,), kl_method="sample")
     agent = bbb_mod.make_bbb(SPEC, cfg)
-    state = agent.init(jax.random.key(0), SPEC)
+    state = agent.init(jax.random.key(0))
     # Widen the posterior so both KL terms matter.
     params = bbb_mod.BBBParams(
         mu=jax.tree.map(lambda m: 0.7 * m + 0.1, state.params.mu),
@@ -342,8 +342,8 @@ def test_sgmcmc_matches_quadrature_posterior(momentum, per_example_lr, learning_
 
     def chain(key):
         k_init, k_run = jax.random.split(key)
-        state = agent.init(k_init, spec)
-        step = lambda s, k: (agent.update(s, batch, k), None)  # noqa: E731
+        state = agent.init(k_init)
+        step = lambda s, k: (agent.update(k, s, batch), None)  # noqa: E731
         state, _ = jax.lax.scan(step, state, jax.random.split(k_run, cfg.num_steps))
         w, b = state.kept[0]["w"], state.kept[0]["b"]  # [K, 1, 2], [K, 2]
         return jnp.stack([w[:, 0, 1] - w[:, 0, 0], b[:, 1] - b[:, 0]], -1)  # [K, 2]

@@ -38,12 +38,12 @@ def linear_thompson(input_dim: int, fail_probability: float = 0.0) -> Agent:
     to NaN at num_seen = 30: a stand-in for a diverging agent."""
     opt = optax.sgd(0.1)
 
-    def init(key, spec=None):
+    def init(key):
         w = jnp.zeros((input_dim, 2), jnp.float32)
         fails = jax.random.uniform(key) < fail_probability
         return LinearState(w, opt.init(w), jnp.where(fails, 30.0, 1e9))
 
-    def update(state, batch: Batch, key):
+    def update(key, state, batch: Batch):
         def loss(w):
             return optax.softmax_cross_entropy_with_integer_labels(batch.x @ w, batch.y).mean()
 
@@ -52,7 +52,7 @@ def linear_thompson(input_dim: int, fail_probability: float = 0.0) -> Agent:
         w = jnp.where(batch.num_seen >= state.fail_at, jnp.nan, w)
         return LinearState(w, opt_state, state.fail_at)
 
-    def sample_logits(state, key, x):
+    def sample_logits(key, state, x):
         return x @ (state.w + 0.3 * jax.random.normal(key, state.w.shape))
 
     return Agent(init=init, update=update, sample_logits=sample_logits, name="linear")

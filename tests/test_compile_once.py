@@ -120,19 +120,21 @@ def test_a_grid_of_l2_values_is_one_vmapped_fit_equal_to_separate_fits():
                                    jax.tree.leaves(single.params)[0], rtol=1e-5, atol=1e-6)
 
 
-def test_a_testbed_sweep_over_temperatures_compiles_once_per_training_set_size():
+def test_a_testbed_sweep_over_temperatures_compiles_once_per_training_set_bucket():
     from decision_bench.evaluation import run_testbed
     from decision_bench.evaluation.sweeps import custom_sweep
 
     sweep = custom_sweep(2, [7], [0.05, 0.2, 0.9], taus=[1], num_seeds=2)
+    # A step count no other test uses: the first temperature must compile afresh
+    # whatever ran before in this process (other tests share the bucket of T = 7).
+    overrides = {"mlp": {"num_steps": 13}}
     with count_compilations() as seen:
-        rows = run_testbed("mlp", sweep, num_test=20, num_models=5, overrides={"mlp": {"num_steps": 10}},
+        rows = run_testbed("mlp", sweep, num_test=20, num_models=5, overrides=overrides,
                            progress=False)
     by_temperature = rows.groupby("temperature").compile_seconds.sum()
     assert by_temperature.loc[0.05] > 0
     assert by_temperature.loc[0.2] == 0 and by_temperature.loc[0.9] == 0
     assert len(seen) > 0
     with count_compilations() as again:
-        run_testbed("mlp", sweep, num_test=20, num_models=5, overrides={"mlp": {"num_steps": 10}},
-                    progress=False)
+        run_testbed("mlp", sweep, num_test=20, num_models=5, overrides=overrides, progress=False)
     assert again == []

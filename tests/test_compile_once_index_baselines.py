@@ -47,7 +47,7 @@ def _problem(temperature=0.1):
 def _fit(name, problem, **overrides):
     agent = make(name, problem.spec, **{**SMALL[name], **overrides})
     state = fit(agent, jax.random.key(1), problem.train_data, problem.spec, num_steps=NUM_STEPS)
-    logits = agent.sample_logits(state, jax.random.key(2), TEST_X)
+    logits = agent.sample_logits(jax.random.key(2), state, TEST_X)
     return agent, jax.block_until_ready((state, logits))
 
 
@@ -62,7 +62,7 @@ def _fit_coins(**overrides):
     spec, data = _coins()
     agent = make("beta_bernoulli", spec, **overrides)
     state = fit(agent, jax.random.key(1), data, spec, batch_size=spec.num_train)
-    logits = agent.sample_logits(state, jax.random.key(2), jnp.eye(spec.input_dim))
+    logits = agent.sample_logits(jax.random.key(2), state, jnp.eye(spec.input_dim))
     return agent, jax.block_until_ready((state, logits))
 
 
@@ -142,7 +142,7 @@ def test_a_grid_of_prior_scales_is_one_vmapped_fit_equal_to_separate_fits(name):
         fitted = with_hyperparameters(agent, hyper)
         state = fit(fitted, jax.random.key(1), problem.train_data, problem.spec,
                     num_steps=NUM_STEPS)
-        return fitted.sample_logits(state, jax.random.key(2), TEST_X)
+        return fitted.sample_logits(jax.random.key(2), state, TEST_X)
 
     with count_compilations() as seen:
         logits = jax.jit(jax.vmap(fit_one))(grid)

@@ -86,3 +86,43 @@ def test_unknown_preset_and_agent_are_named():
         reproduce_module.get_preset("huge")
     with pytest.raises(ValueError, match="agent"):
         reproduce(_tiny_preset(), "/tmp/never", agents=("not_an_agent",))
+
+
+def test_old_argument_order_is_refused_naming_the_new_one():
+    import jax.numpy as jnp
+
+    from decision_bench.agents import Agent
+
+    def init(key):
+        return jnp.zeros(())
+
+    def update(key, state, batch):
+        return state
+
+    def sample_logits(key, state, x):
+        return jnp.zeros((x.shape[0], 2))
+
+    Agent(init, update, sample_logits)  # the key-first order is accepted
+    Agent(lambda key, spec=None: 0.0, update, sample_logits)  # one required parameter: fine
+
+    def old_init(key, spec):
+        return jnp.zeros(())
+
+    def old_update(state, batch, key):
+        return state
+
+    def old_sample_logits(params, key, x):
+        return jnp.zeros((x.shape[0], 2))
+
+    with pytest.raises(ValueError, match=r"^Agent\.init takes \(key\) since decision_bench 0\.2 \(key first\)"):
+        Agent(old_init, update, sample_logits)
+    with pytest.raises(
+        ValueError,
+        match=r"^Agent\.update takes \(key, state, batch\) since decision_bench 0\.2 \(key first\); "
+        r"got a function whose first parameter is 'state'$",
+    ):
+        Agent(init, old_update, sample_logits)
+    with pytest.raises(ValueError, match=r"Agent\.sample_logits takes \(key, state, x\).*'params'"):
+        Agent(init, update, old_sample_logits)
+    with pytest.raises(ValueError, match=r"Agent\.update takes"):
+        Agent(init, update, sample_logits).replace(update=old_update)

@@ -219,23 +219,23 @@ def test_monadic_shared_coin_agent_is_optimal_under_monadic_sampling():
 def mlp_ensemble_agent(prior: MLPPrior, num_members: int) -> Agent:
     """A finite-index agent whose members are independent random MLPs of the prior."""
 
-    def init(key, spec):
+    def init(key):
         return jax.vmap(prior.init)(jax.random.split(key, num_members))
 
     def member_logits(state, x):
         return jax.vmap(lambda params: prior.logits(params, x))(state)
 
-    def sample_logits(state, key, x):
+    def sample_logits(key, state, x):
         index = jax.random.randint(key, (), 0, num_members)
         return prior.logits(jax.tree.map(lambda leaf: leaf[index], state), x)
 
-    return Agent(init, lambda s, b, k: s, sample_logits, member_logits, 0, "random-mlp-ensemble")
+    return Agent(init, lambda k, s, b: s, sample_logits, member_logits, 0, "random-mlp-ensemble")
 
 
 def test_exact_and_monte_carlo_agree_within_mc_error():
     problem = make_testbed_problem("mlp", 2, 10, 0.5, tau=10, seed=6)
     agent = mlp_ensemble_agent(problem.prior, 5)
-    fitted = FittedAgent(agent, agent.init(jax.random.key(1), problem.spec))
+    fitted = FittedAgent(agent, agent.init(jax.random.key(1)))
     key, num_test, num_models = jax.random.key(2), 200, 1000
     exact = estimate_kl(fitted, problem, key, num_test, method="exact")
     auto = estimate_kl(fitted, problem, key, num_test, method="auto")

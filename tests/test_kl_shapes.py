@@ -108,8 +108,8 @@ def test_estimate_nll_checks_the_sampler_against_the_labels():
         ("exact", dict(member_logits=lambda state, x: jnp.zeros((4, x.shape[0], 3))),
          "sampler.agent.member_logits(state, x) returned logits of shape [4, 50, 3] for x of shape [50, 2]; "
          "expected [num_members, n, num_classes] = [M, 50, 2]"),
-        ("monte_carlo", dict(sample_logits=lambda state, key, x: jnp.zeros((x.shape[0],))),
-         "sampler.agent.sample_logits(state, key, x) returned logits of shape [50] for x of shape [50, 2]; "
+        ("monte_carlo", dict(sample_logits=lambda key, state, x: jnp.zeros((x.shape[0],))),
+         "sampler.agent.sample_logits(key, state, x) returned logits of shape [50] for x of shape [50, 2]; "
          "expected [n, num_classes] = [50, 2]"),
     ],
 )

@@ -2,7 +2,7 @@
 
     agent = make("ensemble+", spec, num_ensemble=10)
     state = fit(agent, key, problem.train_data, spec)
-    logits = agent.sample_logits(state, key, x)   # [n, C], one joint draw
+    logits = agent.sample_logits(key, state, x)   # [n, C], one joint draw
 """
 
 from decision_bench.agents.base import Agent, Batch, params_are_finite

@@ -114,12 +114,6 @@ def effective_num_seen(num_seen: jax.Array) -> jax.Array:
     return true_divisor(num_seen)
 
 
-def check_same_spec(given: ProblemSpec | None, built: ProblemSpec) -> None:
-    """init(key, spec) must get the spec the agent was built with (shapes are fixed)."""
-    if given is not None and given != built:
-        raise ValueError(f"init got spec {given!r}, but the agent was built for {built!r}")
-
-
 def validate_fields(config: Any, checks: dict[str, Callable[[str, Any], Any]]) -> None:
     """Runs check(name, value) for each field of a frozen dataclass config and
     stores the normalised value (called from __post_init__). Each check raises

@@ -2,16 +2,22 @@
 
 An agent is built from a name, a ProblemSpec and a config (``agents.make``):
 
-- ``init(key, spec) -> state``: params, optimiser state and anything fixed
-  (prior networks, bootstrap weights). State is a NamedTuple of arrays.
-- ``update(state, batch, key) -> state``: one gradient step on a minibatch. The
+- ``init(key) -> state``: params, optimiser state and anything fixed
+  (prior networks, bootstrap weights). State is a NamedTuple of arrays. The
+  shapes come from the spec the agent was built with.
+- ``update(key, state, batch) -> state``: one gradient step on a minibatch. The
   batch carries ``num_seen``, the number of observations the regulariser is
   scaled by (T when fitting a fixed data set, t in the bandit).
-- ``sample_logits(state, key, x) -> [n, num_classes]``: ONE draw of the
+- ``sample_logits(key, state, x) -> [n, num_classes]``: ONE draw of the
   epistemic index applied to all n inputs, so predictions are joint.
 - ``member_logits(state, x) -> [num_members, n, num_classes]`` or None: all
   members of a finite index set at once (ensembles, SGLD's kept models), so
   evaluation can enumerate them exactly with equal weights.
+
+The PRNG key always comes first, as in gymnax and this project's env API, so
+every random function in the project reads ``f(key, ...)`` (before 0.2 the order
+was ``init(key, spec)``, ``update(state, batch, key)``, ``sample_logits(state,
+key, x)``; ``Agent`` refuses a user's function that clearly follows it).
 
 ``num_steps`` is the default number of SGD steps for ``fit`` on a fixed data set;
 ``update_mode`` says how the bandit feeds ``update`` ("replay" or "online").
@@ -20,6 +26,7 @@ An agent is built from a name, a ProblemSpec and a config (``agents.make``):
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
@@ -47,6 +54,39 @@ def _as_pytree_function(fn: Any) -> Any:
     return jax.tree_util.Partial(fn)
 
 
+# The key-first order of each function, named in the error for an old-order one.
+_NEW_ORDER = {"init": "(key)", "update": "(key, state, batch)", "sample_logits": "(key, state, x)"}
+_OLD_FIRST_NAMES = ("state", "params")
+
+
+def _check_key_first(field: str, fn: Any) -> None:
+    """Raises ValueError when a user's plain function clearly follows the pre-0.2
+    order (``init(key, spec)``, ``update(state, batch, key)``,
+    ``sample_logits(state, key, x)``), which would otherwise run with its arguments
+    swapped. Functions already wrapped in a Partial (the built-in families) and
+    callables whose signature cannot be read are not checked."""
+    if field not in _NEW_ORDER or fn is None or isinstance(fn, jax.tree_util.Partial):
+        return
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return
+    positional = [
+        p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    got = None
+    if field == "init":
+        required = [p for p in positional if p.default is p.empty]
+        if len(required) == 2:
+            got = f"a function with 2 required positional parameters {tuple(p.name for p in required)}"
+    elif positional and positional[0].name in _OLD_FIRST_NAMES:
+        got = f"a function whose first parameter is {positional[0].name!r}"
+    if got is not None:
+        raise ValueError(
+            f"Agent.{field} takes {_NEW_ORDER[field]} since decision_bench 0.2 (key first); got {got}"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class Agent:
     """The record of an agent's pure functions; a pytree.
@@ -57,6 +97,14 @@ class Agent:
     "online": one update per observation with exactly that observation, for
     exact conjugate updates such as ``beta_bernoulli``).
 
+    The functions take the PRNG key first: ``init(key)``, ``update(key, state,
+    batch)``, ``sample_logits(key, state, x)`` (``member_logits(state, x)`` has no
+    key), as in gymnax and this project's env API, so every random function in the
+    project reads ``f(key, ...)``. A user's plain function that clearly follows the
+    pre-0.2 order (``init(key, spec)``, or ``update`` / ``sample_logits`` whose first
+    parameter is ``state`` or ``params``) is refused with a ValueError rather than
+    run with its arguments swapped.
+
     Each function is held as a ``jax.tree_util.Partial``: the function itself is
     static (part of the tree structure, compared by identity) and the arguments
     bound to it, a family's real-valued hyperparameters, are array leaves. So an
@@ -66,9 +114,9 @@ class Agent:
     function given here (a user's own agent) is wrapped with no bound arguments.
     """
 
-    init: Callable[[jax.Array, Any], Any]
-    update: Callable[[Any, Batch, jax.Array], Any]
-    sample_logits: Callable[[Any, jax.Array, jax.Array], jax.Array]
+    init: Callable[[jax.Array], Any]
+    update: Callable[[jax.Array, Any, Batch], Any]
+    sample_logits: Callable[[jax.Array, Any, jax.Array], jax.Array]
     member_logits: Optional[Callable[[Any, jax.Array], jax.Array]] = None
     num_steps: int = 1000
     name: str = "agent"
@@ -76,6 +124,7 @@ class Agent:
 
     def __post_init__(self):
         for field in ("init", "update", "sample_logits", "member_logits"):
+            _check_key_first(field, getattr(self, field))
             object.__setattr__(self, field, _as_pytree_function(getattr(self, field)))
         if self.update_mode not in UPDATE_MODES:
             raise ValueError(f"update_mode must be one of {list(UPDATE_MODES)}, got {self.update_mode!r}")

@@ -39,12 +39,12 @@ class StepState(NamedTuple):
     step: jax.Array  # [] i32
 
 
-def _init_step(hyper: Any, key: jax.Array, spec: ProblemSpec | None = None) -> StepState:
-    del hyper, key, spec  # nothing to draw; the shapes are fixed by the static setting
+def _init_step(hyper: Any, key: jax.Array) -> StepState:
+    del hyper, key  # nothing to draw; the shapes are fixed by the static setting
     return StepState(step=jnp.zeros((), jnp.int32))
 
 
-def _count_step(hyper: Any, state: StepState, batch: Batch, key: jax.Array) -> StepState:
+def _count_step(hyper: Any, key: jax.Array, state: StepState, batch: Batch) -> StepState:
     del hyper, batch, key  # data-independent agents
     return StepState(step=state.step + 1)
 
@@ -67,13 +67,13 @@ class UniformHyper(NamedTuple):
 def _uniform_functions(num_classes: int):
     """uniform's functions for one number of classes (the same objects each time)."""
 
-    def sample_logits(hyper: UniformHyper, state: StepState, key: jax.Array, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: UniformHyper, key: jax.Array, state: StepState, x: jax.Array) -> jax.Array:
         """[n, d] -> zeros [n, C]."""
         del hyper, state, key
         return jnp.zeros((x.shape[0], num_classes), jnp.float32)
 
     def member_logits(hyper: UniformHyper, state: StepState, x: jax.Array) -> jax.Array:
-        return sample_logits(hyper, state, None, x)[None]
+        return sample_logits(hyper, None, state, x)[None]
 
     return _init_step, _count_step, sample_logits, member_logits
 
@@ -112,7 +112,7 @@ def _prior_functions(
     # applied below to raw_logits exactly as MLPPrior.logits applies its own.
     prior = MLPPrior(input_dim, hidden_sizes, activation, num_classes)
 
-    def sample_logits(hyper: PriorHyper, state: StepState, key: jax.Array, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: PriorHyper, key: jax.Array, state: StepState, x: jax.Array) -> jax.Array:
         """A fresh environment from the prior (from key), applied to all n inputs: [n, C]."""
         del state
         return prior.raw_logits(prior.init(key), x) / hyper.temperature
@@ -179,8 +179,7 @@ def _logistic_functions(input_dim: int, num_classes: int, regularization: str):
     # only affects speed, and zeros make the first prediction uniform.
     net = nn.Dense(num_classes, kernel_init=nn.initializers.zeros)
 
-    def init(hyper: LogisticHyper, key: jax.Array, spec: ProblemSpec | None = None) -> LogisticState:
-        del spec  # the shapes are fixed by the static setting
+    def init(hyper: LogisticHyper, key: jax.Array) -> LogisticState:
         params = net.init(key, jnp.zeros((1, input_dim), jnp.float32))
         return LogisticState(params=params, opt_state=adam(hyper.learning_rate).init(params))
 
@@ -189,14 +188,14 @@ def _logistic_functions(input_dim: int, num_classes: int, regularization: str):
         weight = hyper_l2_weight(hyper, batch.num_seen, input_dim=input_dim, mode=regularization)
         return data_loss + weight * sum_of_squares(params)
 
-    def update(hyper: LogisticHyper, state: LogisticState, batch: Batch, key: jax.Array) -> LogisticState:
+    def update(hyper: LogisticHyper, key: jax.Array, state: LogisticState, batch: Batch) -> LogisticState:
         del key
         params, opt_state = sgd_step(
             loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch
         )
         return LogisticState(params=params, opt_state=opt_state)
 
-    def sample_logits(hyper: LogisticHyper, state: LogisticState, key: jax.Array, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: LogisticHyper, key: jax.Array, state: LogisticState, x: jax.Array) -> jax.Array:
         """[n, d] -> [n, C]; deterministic (key unused)."""
         del hyper, key
         return net.apply(state.params, x)

@@ -270,8 +270,7 @@ def _functions(
     shape_spec = ProblemSpec(input_dim=input_dim, num_classes=num_classes)  # for shape checks
     init_rho = math.log(math.expm1(_INIT_SIGMA))  # softplus^{-1}(_INIT_SIGMA)
 
-    def init(hyper: BBBHyper, key: jax.Array, spec: ProblemSpec | None = None) -> BBBState:
-        del spec  # the shapes are fixed by the static setting
+    def init(hyper: BBBHyper, key: jax.Array) -> BBBState:
         mu = init_mlp_layers(key, sizes)
         rho = jax.tree.map(lambda m: jnp.full_like(m, init_rho), mu)
         params = BBBParams(mu=mu, rho=rho)
@@ -299,14 +298,14 @@ def _functions(
         )
         return losses.mean()
 
-    def update(hyper: BBBHyper, state: BBBState, batch: Batch, key: jax.Array) -> BBBState:
+    def update(hyper: BBBHyper, key: jax.Array, state: BBBState, batch: Batch) -> BBBState:
         common.check_batch(batch.x, batch.y, shape_spec, "bbb update")
         params, opt_state = sgd_step(
             loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch, key
         )
         return BBBState(params=params, opt_state=opt_state)
 
-    def sample_logits(hyper: BBBHyper, state: BBBState, key: jax.Array, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: BBBHyper, key: jax.Array, state: BBBState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [n, C]: one weight draw shared by all n inputs."""
         del hyper
         common.check_inputs(x, shape_spec, "bbb sample_logits")

@@ -82,17 +82,15 @@ class BetaBernoulliHyper(NamedTuple):
 def _functions(num_arms: int):
     """The agent's functions for one number of arms (the same objects each time)."""
 
-    def init(
-        hyper: BetaBernoulliHyper, key: jax.Array, spec: ProblemSpec | None = None
-    ) -> BetaBernoulliState:
-        del key, spec  # the prior is deterministic; the shapes are fixed by num_arms
+    def init(hyper: BetaBernoulliHyper, key: jax.Array) -> BetaBernoulliState:
+        del key  # the prior is deterministic; the shapes are fixed by num_arms
         return BetaBernoulliState(
             alpha=jnp.full((num_arms,), hyper.prior_alpha, jnp.float32),
             beta=jnp.full((num_arms,), hyper.prior_beta, jnp.float32),
         )
 
     def update(
-        hyper: BetaBernoulliHyper, state: BetaBernoulliState, batch: Batch, key: jax.Array
+        hyper: BetaBernoulliHyper, key: jax.Array, state: BetaBernoulliState, batch: Batch
     ) -> BetaBernoulliState:
         """Conjugate update with every example of the batch: x [B, A] one-hot, y [B]."""
         del hyper, key
@@ -101,7 +99,7 @@ def _functions(num_arms: int):
         return BetaBernoulliState(alpha=state.alpha + y @ x, beta=state.beta + (1.0 - y) @ x)
 
     def sample_logits(
-        hyper: BetaBernoulliHyper, state: BetaBernoulliState, key: jax.Array, x: jax.Array
+        hyper: BetaBernoulliHyper, key: jax.Array, state: BetaBernoulliState, x: jax.Array
     ) -> jax.Array:
         """One joint draw p ~ Beta(alpha, beta) of all arms, read at x [n, A] -> [n, 2]."""
         del hyper

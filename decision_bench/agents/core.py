@@ -13,9 +13,10 @@ The Agent record is then a pytree whose leaves are the hyperparameters, so
   hyperparameter values;
 - a grid of hyperparameters is one vmapped program (``vmap_hyperparameters``).
 
-Functions bound by ``bind`` take ``hyper`` as their first argument:
-``init(hyper, key, spec)``, ``update(hyper, state, batch, key)``,
-``sample_logits(hyper, state, key, x)``, ``member_logits(hyper, state, x)``.
+Functions bound by ``bind`` take ``hyper`` as their first argument and then
+follow the Agent's key-first order (agents/base.py): ``init(hyper, key)``,
+``update(hyper, key, state, batch)``, ``sample_logits(hyper, key, state, x)``,
+``member_logits(hyper, state, x)``.
 """
 
 from __future__ import annotations

@@ -169,8 +169,7 @@ def _functions(
     train_net = DropoutMLP(hidden_sizes, num_classes, share_mask=False)
     sample_net = DropoutMLP(hidden_sizes, num_classes, share_mask=True)
 
-    def init(hyper: DropoutHyper, key: jax.Array, spec: ProblemSpec | None = None) -> DropoutState:
-        del spec  # the shapes are fixed by the static setting
+    def init(hyper: DropoutHyper, key: jax.Array) -> DropoutState:
         dummy = jnp.zeros((1, input_dim), jnp.float32)
         params = train_net.init(key, dummy, hyper.dropout_rate, deterministic=True)
         return DropoutState(params=params, opt_state=adam(hyper.learning_rate).init(params))
@@ -184,7 +183,7 @@ def _functions(
         return data_loss + weight * sum_of_squares(params)
 
     def update(
-        hyper: DropoutHyper, state: DropoutState, batch: Batch, key: jax.Array
+        hyper: DropoutHyper, key: jax.Array, state: DropoutState, batch: Batch
     ) -> DropoutState:
         params, opt_state = sgd_step(
             loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch, key
@@ -192,7 +191,7 @@ def _functions(
         return DropoutState(params=params, opt_state=opt_state)
 
     def sample_logits(
-        hyper: DropoutHyper, state: DropoutState, key: jax.Array, x: jax.Array
+        hyper: DropoutHyper, key: jax.Array, state: DropoutState, x: jax.Array
     ) -> jax.Array:
         """One dropout mask (from key) applied to all n inputs: [n, d] -> [n, C]."""
         return sample_net.apply(state.params, x, hyper.dropout_rate, rngs={"dropout": key})

@@ -198,8 +198,7 @@ def _functions(
             key, prior_sizes, first_bias_std=input_dim**-0.5, first_bias_truncated=True
         )
 
-    def init(hyper: EnsembleHyper, key: jax.Array, spec: ProblemSpec | None = None) -> Any:
-        del spec  # the shapes are fixed by the static setting
+    def init(hyper: EnsembleHyper, key: jax.Array) -> Any:
         k_net, k_prior, k_boot = jax.random.split(key, 3)
         dummy = jnp.zeros((1, input_dim), jnp.float32)
         params = jax.vmap(net.init, (0, None))(jax.random.split(k_net, num_members), dummy)
@@ -229,14 +228,14 @@ def _functions(
         )
         return data_loss + decay * sum_of_squares(params)
 
-    def update(hyper: EnsembleHyper, state: Any, batch: Batch, key: jax.Array) -> Any:
+    def update(hyper: EnsembleHyper, key: jax.Array, state: Any, batch: Batch) -> Any:
         # the key draws this step's member indices; bootstrap weights were drawn at init
         params, opt_state = sgd_step(  # prior params get no gradient
             loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, state, batch, key
         )
         return state._replace(params=params, opt_state=opt_state)
 
-    def sample_logits(hyper: EnsembleHyper, state: Any, key: jax.Array, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: EnsembleHyper, key: jax.Array, state: Any, x: jax.Array) -> jax.Array:
         """One member chosen uniformly at random, applied to all n inputs: [n, d] -> [n, C]."""
         member = jax.random.randint(key, (), 0, num_members)
         prior_params = _select(state.prior_params, member) if plus else None

@@ -185,8 +185,7 @@ def _functions(
     epinet_sizes = (epinet_in, *epinet_hidden_sizes, c * index_dim)
     prior_sizes = (d, *prior_hidden_sizes, c)
 
-    def init(hyper: EpinetHyper, key: jax.Array, spec: ProblemSpec | None = None) -> EpinetState:
-        del spec  # the shapes are fixed by the static setting
+    def init(hyper: EpinetHyper, key: jax.Array) -> EpinetState:
         k_base, k_epi, k_prior = jax.random.split(key, 3)
         params = EpinetParams(
             base=init_mlp_layers(k_base, base_sizes),

@@ -165,10 +165,7 @@ def _functions(
     unravel_prior, prior_std = _flat_layout(prior_sizes)
     input_dim = base_sizes[0]
 
-    def init(
-        hyper: HypermodelHyper, key: jax.Array, spec: ProblemSpec | None = None
-    ) -> HypermodelState:
-        del spec  # the shapes are fixed by the static setting
+    def init(hyper: HypermodelHyper, key: jax.Array) -> HypermodelState:
         k_b, k_a, k_prior = jax.random.split(key, 3)
         b, _ = ravel_pytree(init_mlp_layers(k_b, base_sizes))
         a = jax.random.normal(k_a, (b.shape[0], index_dim), jnp.float32)

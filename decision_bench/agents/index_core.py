@@ -70,7 +70,7 @@ def index_functions(
         decay = l2_weight(hyper, batch.num_seen) * common.sum_of_squares(params)
         return per_index.mean() + decay
 
-    def update(hyper: Any, state: Any, batch: Batch, key: jax.Array) -> Any:
+    def update(hyper: Any, key: jax.Array, state: Any, batch: Batch) -> Any:
         common.check_batch_dim(batch.x, batch.y, input_dim, f"{name} update")
         params, opt_state = sgd_step(
             loss_fn,
@@ -84,7 +84,7 @@ def index_functions(
         )
         return state._replace(params=params, opt_state=opt_state)
 
-    def sample_logits(hyper: Any, state: Any, key: jax.Array, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: Any, key: jax.Array, state: Any, x: jax.Array) -> jax.Array:
         """x [n, d] -> [n, C]: one index z shared by all n inputs."""
         common.check_input_dim(x, input_dim, f"{name} sample_logits")
         z = sample_index(key, index_dim)

@@ -80,12 +80,6 @@ def cross_entropy(logits: jax.Array, y: jax.Array) -> jax.Array:
     return optax.softmax_cross_entropy_with_integer_labels(logits, labels)
 
 
-def check_same_spec(given: ProblemSpec | None, built: ProblemSpec) -> None:
-    """init(key, spec) must get the spec the agent was built with (shapes are fixed)."""
-    if given is not None and given != built:
-        raise ValueError(f"init got spec {given!r}, but the agent was built for {built!r}")
-
-
 def check_common(config: Any) -> None:
     """Validates (and normalises) the fields most configs share, where present."""
     checks = {
@@ -142,8 +136,7 @@ def _functions(hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, 
     setting, so every mlp of that shape shares its compiled programs."""
     net = MLP(hidden_sizes, num_classes)
 
-    def init(hyper: MLPHyper, key: jax.Array, spec: ProblemSpec | None = None) -> MLPState:
-        del spec  # the shapes are fixed by the static setting
+    def init(hyper: MLPHyper, key: jax.Array) -> MLPState:
         params = net.init(key, jnp.zeros((1, input_dim), jnp.float32))
         return MLPState(params=params, opt_state=adam(hyper.learning_rate).init(params))
 
@@ -152,14 +145,14 @@ def _functions(hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, 
         weight = hyper_l2_weight(hyper, batch.num_seen, input_dim=input_dim, mode=regularization)
         return data_loss + weight * sum_of_squares(params)
 
-    def update(hyper: MLPHyper, state: MLPState, batch: Batch, key: jax.Array) -> MLPState:
+    def update(hyper: MLPHyper, key: jax.Array, state: MLPState, batch: Batch) -> MLPState:
         del key  # deterministic gradient step
         params, opt_state = sgd_step(
             loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch
         )
         return MLPState(params=params, opt_state=opt_state)
 
-    def sample_logits(hyper: MLPHyper, state: MLPState, key: jax.Array, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: MLPHyper, key: jax.Array, state: MLPState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [n, C]; the key is unused: a point estimate has one sample."""
         del hyper, key
         return net.apply(state.params, x)

@@ -210,8 +210,8 @@ def _functions(
     sizes = (input_dim, *hidden_sizes, num_classes)
     shape_spec = ProblemSpec(input_dim=input_dim, num_classes=num_classes)  # for shape checks
 
-    def init(hyper: SGMCMCHyper, key: jax.Array, spec: ProblemSpec | None = None) -> SGMCMCState:
-        del hyper, spec  # the shapes are fixed by the static setting
+    def init(hyper: SGMCMCHyper, key: jax.Array) -> SGMCMCState:
+        del hyper  # the shapes are fixed by the static setting
         params = init_mlp_layers(key, sizes)
         zeros = jax.tree.map(jnp.zeros_like, params)
         kept = jax.tree.map(lambda p: jnp.zeros((num_kept, *p.shape), p.dtype), params)
@@ -233,7 +233,7 @@ def _functions(
         prior = n * weight * common.sum_of_squares(params)
         return -(data + prior)
 
-    def update(hyper: SGMCMCHyper, state: SGMCMCState, batch: Batch, key: jax.Array) -> SGMCMCState:
+    def update(hyper: SGMCMCHyper, key: jax.Array, state: SGMCMCState, batch: Batch) -> SGMCMCState:
         common.check_batch(batch.x, batch.y, shape_spec, "sgmcmc update")
         momentum = hyper.momentum
         h = _step_size(hyper.learning_rate, batch.num_seen, per_example_lr=per_example_lr)
@@ -286,7 +286,7 @@ def _functions(
         return jax.vmap(common.relu_mlp, (0, None))(member_params(state), x)
 
     def sample_logits(
-        hyper: SGMCMCHyper, state: SGMCMCState, key: jax.Array, x: jax.Array
+        hyper: SGMCMCHyper, key: jax.Array, state: SGMCMCState, x: jax.Array
     ) -> jax.Array:
         """x [n, d] -> [n, C]: one kept model, picked uniformly, for all n inputs."""
         del hyper

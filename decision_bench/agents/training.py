@@ -36,10 +36,12 @@ from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
 
 
-def check_data(train_data: Dataset, spec: ProblemSpec) -> None:
-    """Raises ValueError unless x is [num_train, input_dim] and y is [num_train]."""
+def check_data(train_data: Dataset, spec: ProblemSpec, num_rows: int | None = None) -> None:
+    """Raises ValueError unless x is [rows, input_dim] and y is [rows], where rows is
+    spec.num_train, or ``num_rows`` for a training set padded past it."""
+    rows = spec.num_train if num_rows is None else num_rows
     x_shape, y_shape = tuple(jnp.shape(train_data.x)), tuple(jnp.shape(train_data.y))
-    want_x, want_y = (spec.num_train, spec.input_dim), (spec.num_train,)
+    want_x, want_y = (rows, spec.input_dim), (rows,)
     if x_shape != want_x or y_shape != want_y:
         raise ValueError(
             f"training data shapes x {x_shape}, y {y_shape} disagree with the spec, which "
@@ -55,55 +57,139 @@ def fit(
     spec: ProblemSpec | None = None,
     num_steps: int | None = None,
     batch_size: int = 100,
+    num_train: int | jax.Array | None = None,
 ) -> Any:
-    """Trains ``agent`` on ``train_data`` (x [T, d] f32, y [T] i32); returns its state.
+    """Trains ``agent`` on ``train_data`` (x [rows, d] f32, y [rows] i32); returns its state.
 
     num_steps: SGD steps (None: the agent's default, ``agent.num_steps``). With
-    T = 0 no step is taken and the initial state is returned. Given a ``spec``,
-    shapes are checked against it before tracing, so a mismatch names both
-    shapes. Inside jit (spec None) it traces into the caller's program.
+    no rows no step is taken and the initial state is returned. Given a
+    ``spec``, shapes are checked against it before tracing, so a mismatch names
+    both shapes. Inside jit (spec None) it traces into the caller's program.
+
+    num_train: None trains on every row. Otherwise only the first num_train rows
+    are data and the rest padding that is never drawn; it may be traced (one
+    program for every num_train in a bucket), and must lie in
+    [bucket_floor(rows), rows]. The result equals the fit on the first num_train
+    rows alone, for the same key: pad to ``bucket_size(T)`` rows to share
+    programs across T.
     """
+    rows = int(jnp.shape(train_data.x)[0])
     if spec is not None:
-        check_data(train_data, spec)
+        check_data(train_data, spec, None if num_train is None else rows)
     steps = agent.num_steps if num_steps is None else check_int("num_steps", num_steps, 0)
     batch_size = check_int("batch_size", batch_size, 1)
+    if num_train is None:
+        num_train, min_train = rows, rows
+    else:
+        min_train = bucket_floor(rows)
+        if not isinstance(num_train, jax.core.Tracer):
+            value = int(num_train)
+            if not min_train <= value <= rows:
+                raise ValueError(
+                    f"num_train must lie in [{min_train}, {rows}] for a training set padded to "
+                    f"{rows} rows, got {value}"
+                )
+            if spec is not None and value != spec.num_train:
+                raise ValueError(f"num_train={value} disagrees with spec.num_train={spec.num_train}")
     data = Dataset(jnp.asarray(train_data.x, jnp.float32), jnp.asarray(train_data.y, jnp.int32))
-    return _fit(agent, steps, batch_size, key, data)
+    return _fit(agent, steps, batch_size, min_train, key, data, jnp.asarray(num_train, jnp.int32))
 
 
-def epoch_shuffled_batch(key: jax.Array, step: jax.Array, num_train: int, batch_size: int) -> jax.Array:
+def bucket_size(num_train: int) -> int:
+    """Rows a training set of ``num_train`` examples is padded to: 0, 1, 10, 100, ...
+
+    The smallest power of ten >= num_train. Training sets in one bucket share one
+    compiled ``fit`` program (the padding rows are never drawn). Decades suit the
+    papers' grids, whose sizes are 10^k or sit between them (T in {1, 3, 10, 30,
+    ...} and lambda * d with lambda in {1, 10, 100, 1000}): a paper size 10^k is
+    never padded, and padding costs only the per-step shuffle, since every batch
+    gathers batch_size rows whatever the number of rows.
+    """
+    num_train = check_int("num_train", num_train, 0)
+    size = 0 if num_train == 0 else 1
+    while size < num_train:
+        size *= 10
+    return size
+
+
+def bucket_floor(num_rows: int) -> int:
+    """The smallest num_train that ``bucket_size`` pads to ``num_rows`` rows: a
+    static lower bound on a traced num_train (1 for a size that is not a bucket)."""
+    if num_rows <= 1 or bucket_size(num_rows) != num_rows:
+        return min(num_rows, 1)
+    return num_rows // 10 + 1
+
+
+def epoch_order(key: jax.Array, epoch: jax.Array, num_rows: int, num_train: jax.Array) -> jax.Array:
+    """Positions [num_rows] i32: a uniformly random order of 0..num_train-1, then the
+    padding rows num_train..num_rows-1 in order.
+
+    The order sorts one uint32 per row (stable, so ties keep row order); padding
+    rows get the largest value and sort last. Threefry is counter-based
+    (``jax_threefry_partitionable``, JAX's default), so the bits of the first
+    num_train rows do not depend on num_rows: the order of the real rows is the
+    same however much padding follows, which makes a padded fit equal an
+    unpadded one.
+    """
+    bits = jax.random.bits(jax.random.fold_in(key, epoch), (num_rows,), jnp.uint32)
+    sort_keys = jnp.where(jnp.arange(num_rows) < num_train, bits, jnp.uint32(jnp.iinfo(jnp.uint32).max))
+    return jnp.argsort(sort_keys, stable=True).astype(jnp.int32)
+
+
+def epoch_shuffled_batch(
+    key: jax.Array,
+    step: jax.Array,
+    num_train: int | jax.Array,
+    batch_size: int,
+    num_rows: int | None = None,
+    min_train: int | None = None,
+) -> jax.Array:
     """Positions [batch_size] i32 of batch ``step`` in a stream of per-epoch shuffles.
 
-    Epoch e is a fresh permutation of 0..num_train-1 (key ``fold_in(key, e)``);
-    the epochs laid end to end are cut into consecutive batches, so batch i is
-    stream positions i*batch_size .. (i+1)*batch_size - 1. Only the epochs that
-    batch touches are drawn (at most batch_size // num_train + 2), so memory does
-    not grow with the number of steps.
+    Epoch e is a fresh order of 0..num_train-1 (``epoch_order`` with key
+    ``fold_in(key, e)``); the epochs laid end to end are cut into consecutive
+    batches, so batch i is stream positions i*batch_size .. (i+1)*batch_size - 1.
+    Only the epochs that batch touches are drawn, so memory does not grow with
+    the number of steps.
+
+    num_train may be traced when the data hold ``num_rows`` (static) rows, the
+    rest padding; ``min_train`` (static, <= num_train) bounds how many epochs one
+    batch can touch: batch_size // min_train + 2. Both default to num_train,
+    which must then be a Python int.
     """
+    num_rows = num_train if num_rows is None else num_rows
+    min_train = num_train if min_train is None else min_train
+    n = jnp.asarray(num_train, jnp.int32)
     start = jnp.asarray(step, jnp.int32) * batch_size
-    first_epoch = start // num_train
-    epochs = first_epoch + jnp.arange(batch_size // num_train + 2)
-    perms = jax.vmap(lambda e: jax.random.permutation(jax.random.fold_in(key, e), num_train))(epochs)
-    offset = start - first_epoch * num_train
-    return perms.reshape(-1)[offset + jnp.arange(batch_size)].astype(jnp.int32)
+    first_epoch = start // n
+    epochs = first_epoch + jnp.arange(batch_size // min_train + 2)
+    orders = jax.vmap(lambda e: epoch_order(key, e, num_rows, n))(epochs)
+    position = start - first_epoch * n + jnp.arange(batch_size)
+    return orders[position // n, position % n]
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2))
-def _fit(agent: Agent, num_steps: int, batch_size: int, key: jax.Array, data: Dataset) -> Any:
+@functools.partial(jax.jit, static_argnums=(1, 2, 3))
+def _fit(
+    agent: Agent,
+    num_steps: int,
+    batch_size: int,
+    min_train: int,
+    key: jax.Array,
+    data: Dataset,
+    num_train: jax.Array,
+) -> Any:
     k_init, k_shuffle, k_updates = jax.random.split(key, 3)
-    # spec None: an agent knows its spec from construction (make(name, spec)); a
-    # spec given here would have to be static and would compile once per value.
-    state = agent.init(k_init, None)
-    num_train = data.x.shape[0]
-    if num_train == 0 or num_steps == 0:
+    state = agent.init(k_init)
+    num_rows = data.x.shape[0]
+    if num_rows == 0 or num_steps == 0:
         return state
     num_seen = jnp.asarray(num_train, jnp.float32)
 
     def step(state: Any, inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, None]:
         i, k_update = inputs
-        index = epoch_shuffled_batch(k_shuffle, i, num_train, batch_size)
+        index = epoch_shuffled_batch(k_shuffle, i, num_train, batch_size, num_rows, min_train)
         batch = Batch(x=data.x[index], y=data.y[index], num_seen=num_seen, index=index)
-        return agent.update(state, batch, k_update), None
+        return agent.update(k_update, state, batch), None
 
     steps = (jnp.arange(num_steps), jax.random.split(k_updates, num_steps))
     state, _ = jax.lax.scan(step, state, steps)

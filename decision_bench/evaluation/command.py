@@ -29,9 +29,13 @@ its seeds, each stored under DIR/cells/ as soon as it is finished (one verified
 JSON file per cell, written atomically, as ``reproduce`` does). Running the same
 command again skips the finished cells (a corrupt cell file is warned about and
 recomputed) and rebuilds the CSV from the cells. A cell's id derives from every
-argument that changes its rows (agent, setting, designs, seeds, --num-test,
---num-models, --method; a data file's contents), so cells of a run with other
-arguments in the same DIR are never mixed in: they are simply not read.
+argument that changes its rows (agent, setting -- including the generative
+model's activation and hidden sizes, so the families of the robustness sweeps
+never share a cell --, designs, seeds, --num-test, --num-models, --method; a
+data file's contents), so cells of a run with other arguments in the same DIR
+are never mixed in: they are simply not read. (Cells written before settings
+had a family have other ids and are recomputed: their rows lack the
+activation and hidden_sizes columns.)
 """
 
 from __future__ import annotations
@@ -54,12 +58,15 @@ from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.evaluation.kl import METHODS
 from decision_bench.evaluation.runner import environment_info, run_testbed
 from decision_bench.evaluation.sweeps import (
+    DEFAULT_ACTIVATION,
+    DEFAULT_HIDDEN_SIZES,
     SWEEP_NAMES,
     Sweep,
     TestbedSetting,
     TestDesign,
     custom_sweep,
     get_sweep,
+    hidden_sizes_label,
 )
 from decision_bench.sweep import Cell, ResultsStore
 
@@ -185,9 +192,10 @@ def testbed_cells(
 ) -> tuple[Cell, ...]:
     """One cell per (agent, setting) with all seeds, in ``run_testbed``'s row order.
 
-    The cell holds every argument its rows depend on (the setting, the designs
-    (tau, kappa), num_test, num_models, method, the seeds), so its id changes
-    whenever they do. The sweep's name is left out: it does not change a row.
+    The cell holds every argument its rows depend on (the setting with its
+    activation and hidden sizes, the designs (tau, kappa), num_test, num_models,
+    method, the seeds), so its id changes whenever they do. The sweep's name is
+    left out: it does not change a row.
     """
     designs = tuple((design.tau, design.kappa) for design in sweep.designs)
     return tuple(
@@ -196,6 +204,8 @@ def testbed_cells(
             agent,
             problem={
                 "prior": setting.prior,
+                "activation": setting.activation,
+                "hidden_sizes": setting.hidden_sizes,
                 "input_dim": setting.input_dim,
                 "num_train": setting.num_train,
                 "temperature": setting.temperature,
@@ -222,6 +232,8 @@ def compute_testbed_cell(cell: Cell) -> pd.DataFrame:
         num_train=problem["num_train"],
         temperature=problem["temperature"],
         prior=problem["prior"],
+        activation=problem["activation"],
+        hidden_sizes=tuple(problem["hidden_sizes"]),
     )
     designs = tuple(TestDesign(tau, kappa) for tau, kappa in problem["designs"])
     sweep = Sweep("cell", (setting,), designs, num_seeds=len(cell.seeds))
@@ -273,7 +285,13 @@ def run_cells(
 
 def _describe_testbed(cell: Cell) -> str:
     problem = dict(cell.problem)
-    return f"{cell.agent} d={problem['input_dim']} T={problem['num_train']} beta={problem['temperature']}"
+    family = f" {problem['activation']}-{hidden_sizes_label(problem['hidden_sizes'])}"
+    if (problem["activation"], tuple(problem["hidden_sizes"])) == (DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES):
+        family = ""
+    return (
+        f"{cell.agent}{family} d={problem['input_dim']} T={problem['num_train']} "
+        f"beta={problem['temperature']}"
+    )
 
 
 def realdata_table(frame: pd.DataFrame) -> pd.DataFrame:

@@ -147,7 +147,7 @@ def model_set(
 
         return members, _num_members(source, state, input_dim)
     if isinstance(source, Agent):
-        draw = lambda key, x: source.sample_logits(state, key, x)  # noqa: E731
+        draw = lambda key, x: source.sample_logits(key, state, x)  # noqa: E731
     else:
         draw = source
 
@@ -196,8 +196,8 @@ def check_sampler_logits(
         name, prefix, shown_prefix = "sampler.agent.member_logits(state, x)", "num_members, ", "M, "
         out = jax.eval_shape(lambda x_: source.member_logits(state, x_), x)
     elif isinstance(source, Agent):
-        name, prefix, shown_prefix = "sampler.agent.sample_logits(state, key, x)", "", ""
-        out = jax.eval_shape(lambda k, x_: source.sample_logits(state, k, x_), key, x)
+        name, prefix, shown_prefix = "sampler.agent.sample_logits(key, state, x)", "", ""
+        out = jax.eval_shape(lambda k, x_: source.sample_logits(k, state, x_), key, x)
     else:
         name, prefix, shown_prefix = "sampler(key, x)", "", ""
         out = jax.eval_shape(source, key, x)

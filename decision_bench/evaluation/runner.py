@@ -16,7 +16,13 @@ fit key is ``fold_in(pk, FIT_TAG)``; design i is scored by ``estimate_kl``'s
 core with ``fold_in(fold_in(fold_in(pk, EVAL_TAG), DESIGN_TAG), i)``, so a row
 can be reproduced one problem at a time (tests/test_evaluation_runner.py).
 
-Rows: one per (agent, input_dim, num_train, temperature, tau, kappa, seed).
+Rows: one per (agent, setting, tau, kappa, seed); a setting is (prior,
+activation, hidden_sizes, input_dim, num_train, temperature). For prior "mlp",
+``activation`` is the generative network's activation name (e.g. "relu") and
+``hidden_sizes`` its hidden widths joined by "-" (e.g. "50-50"; see
+``sweeps.hidden_sizes_label``); for the other priors, which have no such
+network, both are missing (None). The family does not enter the problem key:
+settings differing only in it share their keys (paired environments).
 Timing columns are amortised: a group's wall seconds divided by its rows, so
 that a column's sum is the total time spent.
 """
@@ -44,6 +50,7 @@ from decision_bench._src.keys import (
 )
 from decision_bench._validation import check_choice, check_int
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
+from decision_bench.agents.training import bucket_size
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.envs.testbed import sample_environment
 from decision_bench.evaluation.kl import (
@@ -56,14 +63,15 @@ from decision_bench.evaluation.kl import (
 )
 from decision_bench.evaluation.likelihood import DEFAULT_MAX_ROWS
 from decision_bench.evaluation.metrics import NUM_BINS, NUM_SAMPLES, classification_metrics
-from decision_bench.evaluation.sweeps import Sweep, TestbedSetting, get_sweep
-from decision_bench.priors import make_prior
+from decision_bench.evaluation.sweeps import Sweep, TestbedSetting, get_sweep, hidden_sizes_label
 from decision_bench.specs import ProblemSpec
 
 
 COLUMNS = (
     "agent",
     "prior",
+    "activation",
+    "hidden_sizes",
     "input_dim",
     "num_train",
     "temperature",
@@ -170,20 +178,29 @@ def _timed(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, float, float]:
     return out, max(wall - compiling, 0.0), compiling
 
 
-@functools.partial(jax.jit, static_argnames=("num_train",))
+@functools.partial(jax.jit, static_argnames=("num_rows",))
 def _fit_seeds(
-    agent: Agent, prior: Any, env_keys: jax.Array, fit_keys: jax.Array, *, num_train: int
+    agent: Agent,
+    prior: Any,
+    env_keys: jax.Array,
+    fit_keys: jax.Array,
+    num_train: jax.Array,
+    *,
+    num_rows: int,
 ) -> tuple[Any, Any]:
     """Samples each seed's environment and training data and fits the agent on it.
 
-    env_keys, fit_keys [S]; returns (env params, agent states), leading axis [S].
-    One program per (agent family and shape, prior shape, num_train): the
-    agent's hyperparameters and the prior's temperature are traced.
+    env_keys, fit_keys [S]; num_train [] i32 (T); returns (env params, agent
+    states), leading axis [S]. The data are sampled with num_rows =
+    bucket_size(T) rows and the fit uses the first T (sampling is prefix-stable,
+    so they are the rows an unpadded sample would hold): one program per (agent
+    family and shape, prior shape, bucket), with the agent's hyperparameters,
+    the prior's temperature and T traced.
     """
 
     def one(env_key: jax.Array, fit_key: jax.Array) -> tuple[Any, Any]:
-        env_params, data = sample_environment(env_key, prior, num_train)
-        return env_params, fit(agent, fit_key, data)
+        env_params, data = sample_environment(env_key, prior, num_rows)
+        return env_params, fit(agent, fit_key, data, num_train=num_train)
 
     return jax.vmap(one)(env_keys, fit_keys)
 
@@ -233,7 +250,10 @@ def _run_group(
     max_rows: int,
 ) -> list[dict[str, Any]]:
     """Fits one agent on one setting for all seeds (vmapped) and evaluates every design."""
-    prior = make_prior(setting.prior, setting.input_dim, setting.temperature)
+    prior = setting.build_prior()
+    is_mlp = setting.prior == "mlp"
+    activation = setting.activation if is_mlp else None
+    hidden_sizes = hidden_sizes_label(setting.hidden_sizes) if is_mlp else None
     spec = ProblemSpec(
         input_dim=prior.input_dim,
         num_classes=prior.num_classes,
@@ -263,7 +283,8 @@ def _run_group(
     eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_TAG))(env_keys)
 
     (env_params, states), fit_s, fit_compile_s = _timed(
-        _fit_seeds, agent, prior, env_keys, fit_keys, num_train=setting.num_train
+        _fit_seeds, agent, prior, env_keys, fit_keys, jnp.int32(setting.num_train),
+        num_rows=bucket_size(setting.num_train),
     )
     (per_design, acc, ece, finite_params), eval_s, eval_compile_s = _timed(
         _evaluate_seeds, agent, prior, states, env_params, eval_keys,
@@ -285,6 +306,8 @@ def _run_group(
                 {
                     "agent": agent_name,
                     "prior": setting.prior,
+                    "activation": activation,
+                    "hidden_sizes": hidden_sizes,
                     "input_dim": setting.input_dim,
                     "num_train": setting.num_train,
                     "temperature": setting.temperature,
@@ -352,8 +375,11 @@ def run_testbed(
     rows: list[dict[str, Any]] = []
     bar = tqdm(groups, desc=f"testbed {sweep.name}", unit="setting", disable=not progress)
     for agent_name, setting in bar:
+        family = "" if setting.is_default_family else (
+            f" {setting.activation}-{hidden_sizes_label(setting.hidden_sizes)}"
+        )
         bar.set_postfix_str(
-            f"{agent_name} d={setting.input_dim} T={setting.num_train} beta={setting.temperature}"
+            f"{agent_name}{family} d={setting.input_dim} T={setting.num_train} beta={setting.temperature}"
         )
         rows.extend(
             _run_group(

@@ -15,6 +15,30 @@ fitted agent is evaluated on.
 - ``quick``: d = 2, T in {10, 100}, beta = 0.1, tau 1 and tau 10 (iid and
   dyadic), 3 seeds: a few minutes on 2 cores, for demos and tests.
 
+Robustness across generative models (paper 000, Sec. 6, Figs. 10 and 11): the
+same agents on random-MLP priors of other activations and widths. A setting's
+*family* is its (activation, hidden_sizes); the default family relu (50, 50) is
+the testbed's own prior. ``robustness_activation`` and ``robustness_width`` run
+every family on one slice of ``paper2d``'s settings, fixed before any result was
+seen: d = 2, T in {10, 100, 1000}, beta in {0.01, 0.1, 0.5}; designs tau 1, tau
+10 iid and tau 10 dyadic (kappa 2); 5 seeds. Settings are ordered family, then
+beta, then T.
+
+- ``robustness_activation``: activations tanh, swish, sigmoid, selu, relu,
+  leaky_relu, gelu, each with hidden sizes (50, 50) (7 families x 9 settings).
+- ``robustness_width``: relu with two hidden layers of width 5, 10, 20, 50 and
+  100 (5 families x 9 settings).
+- ``robustness_quick``: a small slice meant for the quick preset (< 45 minutes
+  on 2 cores): relu, tanh, sigmoid and gelu at width 50 and relu at width 10
+  (5 families), T in {10, 100}, beta = 0.1, the same three designs, 3 seeds.
+
+Environments are paired across families: seed s of setting (d, T, beta) has the
+problem key ``problem_key(s, d, T, beta)`` whatever the family (the family is
+not part of the key). Families of equal hidden sizes thus have identical network
+weights, training inputs and test inputs and differ only in the activation (and
+so in the labels); families of other widths share the keys and inputs. The
+default family's problems are exactly those of ``paper2d`` and ``quick``.
+
 ``custom_sweep(...)`` builds any other grid (what ``decision-bench testbed
 --num-train ... --temperature ...`` runs).
 """
@@ -24,8 +48,22 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Iterable
 
-from decision_bench._validation import check_choice, check_int, check_optional_int, check_positive
-from decision_bench.priors import PRIORS
+from decision_bench._validation import (
+    check_choice,
+    check_int,
+    check_optional_int,
+    check_positive,
+    check_sizes,
+)
+from decision_bench.priors import ACTIVATIONS, PRIORS, Prior, make_prior
+
+DEFAULT_ACTIVATION = "relu"
+DEFAULT_HIDDEN_SIZES = (50, 50)
+
+
+def hidden_sizes_label(hidden_sizes: Iterable[int]) -> str:
+    """(50, 50) -> "50-50": the widths joined by "-" (the result rows' format)."""
+    return "-".join(str(int(width)) for width in hidden_sizes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,12 +82,22 @@ class TestDesign:
 
 @dataclasses.dataclass(frozen=True)
 class TestbedSetting:
-    """One environment family and training set size: agents are fit once per seed."""
+    """One environment family and training set size: agents are fit once per seed.
+
+    activation and hidden_sizes choose the random-MLP generative model (prior
+    "mlp"; checked as ``priors.MLPPrior`` checks them: activation one of
+    ``priors.ACTIVATIONS``, hidden_sizes a non-empty sequence of positive
+    integers, stored as a tuple). Other priors have no such network and refuse
+    values other than the defaults relu and (50, 50). They do not enter the
+    problem key, so settings that differ only in them share environments' keys.
+    """
 
     input_dim: int
     num_train: int
     temperature: float
     prior: str = "mlp"
+    activation: str = DEFAULT_ACTIVATION
+    hidden_sizes: tuple[int, ...] = DEFAULT_HIDDEN_SIZES
 
     __test__ = False
 
@@ -58,6 +106,28 @@ class TestbedSetting:
         object.__setattr__(self, "num_train", check_int("num_train", self.num_train, 0))
         object.__setattr__(self, "temperature", check_positive("temperature", self.temperature))
         check_choice("prior", self.prior, PRIORS)
+        check_choice("activation", self.activation, ACTIVATIONS)
+        object.__setattr__(self, "hidden_sizes", check_sizes("hidden_sizes", self.hidden_sizes))
+        if self.prior != "mlp" and not self.is_default_family:
+            raise ValueError(
+                f"activation and hidden_sizes only apply to prior 'mlp', got prior {self.prior!r} "
+                f"with activation={self.activation!r}, hidden_sizes={self.hidden_sizes!r} "
+                f"(leave them at {DEFAULT_ACTIVATION!r} and {DEFAULT_HIDDEN_SIZES!r})"
+            )
+
+    @property
+    def is_default_family(self) -> bool:
+        """True for the testbed's own generative model: relu, hidden sizes (50, 50)."""
+        return self.activation == DEFAULT_ACTIVATION and self.hidden_sizes == DEFAULT_HIDDEN_SIZES
+
+    def build_prior(self) -> Prior:
+        """The setting's prior (``priors.make_prior``), with its activation and hidden sizes."""
+        if self.prior == "mlp":
+            return make_prior(
+                "mlp", self.input_dim, self.temperature,
+                hidden_sizes=self.hidden_sizes, activation=self.activation,
+            )
+        return make_prior(self.prior, self.input_dim, self.temperature)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,11 +247,72 @@ def standard() -> Sweep:
     return Sweep("standard", settings, designs, num_seeds=5)
 
 
+# The robustness slice of paper2d (module docstring), fixed before any result.
+ROBUSTNESS_NUM_TRAINS = (10, 100, 1000)
+ROBUSTNESS_TEMPERATURES = (0.01, 0.1, 0.5)
+ROBUSTNESS_ACTIVATIONS = ("tanh", "swish", "sigmoid", "selu", "relu", "leaky_relu", "gelu")
+ROBUSTNESS_WIDTHS = (5, 10, 20, 50, 100)
+
+
+def _family_sweep(
+    name: str,
+    families: Iterable[tuple[str, tuple[int, ...]]],
+    num_trains: Iterable[int],
+    temperatures: Iterable[float],
+    num_seeds: int,
+) -> Sweep:
+    """Settings d = 2 for every family x beta x T (that nesting order); designs tau 1,
+    tau 10 iid and tau 10 dyadic."""
+    settings = tuple(
+        TestbedSetting(
+            input_dim=2, num_train=t, temperature=beta, activation=activation, hidden_sizes=sizes
+        )
+        for activation, sizes in families
+        for beta in temperatures
+        for t in num_trains
+    )
+    designs = (TestDesign(1), TestDesign(10), TestDesign(10, 2))
+    return Sweep(name, settings, designs, num_seeds=num_seeds)
+
+
+def robustness_activation() -> Sweep:
+    """Paper 000 Sec. 6 across activations: tanh, swish, sigmoid, selu, relu,
+    leaky_relu and gelu, hidden sizes (50, 50); d = 2, T in {10, 100, 1000}, beta in
+    {0.01, 0.1, 0.5}; tau 1, tau 10 iid, tau 10 dyadic; 5 seeds (63 settings)."""
+    families = tuple((activation, DEFAULT_HIDDEN_SIZES) for activation in ROBUSTNESS_ACTIVATIONS)
+    return _family_sweep(
+        "robustness_activation", families, ROBUSTNESS_NUM_TRAINS, ROBUSTNESS_TEMPERATURES, 5
+    )
+
+
+def robustness_width() -> Sweep:
+    """Paper 000 Sec. 6 across widths: relu with two hidden layers of width 5, 10,
+    20, 50 and 100; d = 2, T in {10, 100, 1000}, beta in {0.01, 0.1, 0.5}; tau 1,
+    tau 10 iid, tau 10 dyadic; 5 seeds (45 settings)."""
+    families = tuple(("relu", (width, width)) for width in ROBUSTNESS_WIDTHS)
+    return _family_sweep(
+        "robustness_width", families, ROBUSTNESS_NUM_TRAINS, ROBUSTNESS_TEMPERATURES, 5
+    )
+
+
+def robustness_quick() -> Sweep:
+    """The robustness slice for the quick preset (meant to fit its < 45-minute
+    budget on 2 cores): relu, tanh, sigmoid and gelu at hidden sizes (50, 50), and
+    relu at (10, 10) (5 families); d = 2, T in {10, 100}, beta = 0.1; tau 1, tau 10
+    iid, tau 10 dyadic; 3 seeds (10 settings)."""
+    families = tuple((a, DEFAULT_HIDDEN_SIZES) for a in ("relu", "tanh", "sigmoid", "gelu"))
+    families += (("relu", (10, 10)),)
+    return _family_sweep("robustness_quick", families, (10, 100), (0.1,), 3)
+
+
 _SWEEPS: dict[str, Callable[[], Sweep]] = {
     "paper2d": paper2d,
     "highdim": highdim,
     "quick": quick,
     "standard": standard,
+    "robustness_activation": robustness_activation,
+    "robustness_width": robustness_width,
+    "robustness_quick": robustness_quick,
 }
 SWEEP_NAMES = tuple(sorted(_SWEEPS))
 

@@ -34,6 +34,7 @@ from decision_bench._validation import check_int
 from decision_bench.agents import make
 from decision_bench.agents.core import hyperparameters_of, with_hyperparameters
 from decision_bench.agents.registry import check_inputs_fit, names
+from decision_bench.agents.training import bucket_size
 from decision_bench.evaluation.kl import EvalConfig, FittedAgent, resolve_method, summarize
 from decision_bench.evaluation.likelihood import DEFAULT_MAX_ROWS
 from decision_bench.evaluation.runner import _evaluate_seeds, _fit_seeds
@@ -80,15 +81,16 @@ def _stacked_hyper(hyper: Any, points: list[dict[str, float]], agent_name: str) 
     return type(hyper)(**columns)
 
 
-@functools.partial(jax.jit, static_argnames=("num_train", "configs", "num_test", "method"))
+@functools.partial(jax.jit, static_argnames=("num_rows", "configs", "num_test", "method"))
 def _fit_and_evaluate_grid(
     grid_agent: Any,
     prior: Any,
     env_keys: jax.Array,
     fit_keys: jax.Array,
     eval_keys: jax.Array,
+    num_train: jax.Array,
     *,
-    num_train: int,
+    num_rows: int,
     configs: tuple[EvalConfig, ...],
     num_test: int,
     method: str,
@@ -96,7 +98,7 @@ def _fit_and_evaluate_grid(
     """Fits and evaluates every (grid point, seed): outputs lead with [G, S]."""
 
     def one_point(agent: Any) -> tuple:
-        env_params, states = _fit_seeds(agent, prior, env_keys, fit_keys, num_train=num_train)
+        env_params, states = _fit_seeds(agent, prior, env_keys, fit_keys, num_train, num_rows=num_rows)
         return _evaluate_seeds(
             agent, prior, states, env_params, eval_keys,
             configs=configs, num_test=num_test, method=method,
@@ -164,8 +166,9 @@ def tune(
         fit_keys = jax.vmap(lambda k: jax.random.fold_in(k, FIT_TAG))(env_keys)
         eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_TAG))(env_keys)
         per_design, _, _, finite = _fit_and_evaluate_grid(
-            grid_agent, prior, env_keys, fit_keys, eval_keys,
-            num_train=setting.num_train, configs=configs, num_test=num_test, method=resolved,
+            grid_agent, prior, env_keys, fit_keys, eval_keys, jnp.int32(setting.num_train),
+            num_rows=bucket_size(setting.num_train), configs=configs, num_test=num_test,
+            method=resolved,
         )
         for g, point in enumerate(points):
             for d, cfg in enumerate(configs):
