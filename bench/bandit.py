@@ -30,7 +30,7 @@ import time
 import jax
 import jax.numpy as jnp
 
-from decision_bench.bandit import _init_carries, _run_chunk, make_loop
+from decision_bench.bandit.loop import init_carries, make_loop, run_chunk
 
 # Paper 000 reference implementation on the 2-core machine (issue 5): s / 1000 steps.
 REFERENCE_SECONDS_PER_1000 = {
@@ -92,23 +92,23 @@ def measure(agent: str, d: int, num_seeds: int, seconds: float) -> dict:
     env_kwargs = {"input_dim": d, "num_actions": 20 * d, "temperature": 0.1}
     loop, _ = make_loop(agent, "NeuralBandit-v0", env_kwargs=env_kwargs)
     seeds = jnp.arange(num_seeds, dtype=jnp.int32)
-    carry, params = _init_carries(loop, seeds)
+    carry, params = init_carries(loop, seeds)
     flops = step_flops(loop, carry, params)
     # Calibrate: a short compiled chunk, then one sized to take about `seconds`.
     length = 20
     compile_start = time.perf_counter()
-    carry, out = _run_chunk(loop, carry, params, length)
+    carry, out = run_chunk(loop, carry, params, length)
     jax.block_until_ready(out)
     compile_seconds = time.perf_counter() - compile_start
     start = time.perf_counter()
-    carry, out = _run_chunk(loop, carry, params, length)
+    carry, out = run_chunk(loop, carry, params, length)
     jax.block_until_ready(out)
     per_step = (time.perf_counter() - start) / length
     length = int(min(5000, max(20, seconds / per_step)))
-    carry, out = _run_chunk(loop, carry, params, length)  # compile this length
+    carry, out = run_chunk(loop, carry, params, length)  # compile this length
     jax.block_until_ready(out)
     start = time.perf_counter()
-    carry, out = _run_chunk(loop, carry, params, length)
+    carry, out = run_chunk(loop, carry, params, length)
     jax.block_until_ready(out)
     elapsed = time.perf_counter() - start
     steps_per_second = length / elapsed

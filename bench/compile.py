@@ -119,7 +119,7 @@ def union_seconds(spans: list[tuple[float, float]]) -> float:
 
 def run_workload(name: str, quick: bool, out: Path) -> None:
     if name == "demo":
-        from decision_bench.reproduce import reproduce  # noqa: PLC0415
+        from decision_bench.cli.reproduce import reproduce  # noqa: PLC0415
 
         reproduce("demo", out=out / "demo", progress=False)
     else:
@@ -140,7 +140,7 @@ def child(workload: str, quick: bool, cache_dir: Path, result_file: Path) -> Non
     if enable_compile_cache(cache_dir) is None:
         raise SystemExit(f"cannot use {cache_dir} as the compilation cache")
     import decision_bench.evaluation  # noqa: F401, PLC0415 - counted as import time
-    import decision_bench.reproduce  # noqa: F401, PLC0415
+    import decision_bench.cli.reproduce  # noqa: F401, PLC0415
 
     imported, cpu_start = time.perf_counter(), time.process_time()
     with tempfile.TemporaryDirectory(prefix="compile-bench-out-") as out:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Protocol
 import jax
 import jax.numpy as jnp
 
-from decision_bench._validation import check_choice, check_int, check_positive, check_sizes
+from decision_bench._src.validation import check_choice, check_int, check_positive, check_sizes
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "relu": jax.nn.relu,

@@ -1,10 +1,14 @@
-"""What an agent may know about a problem before seeing data (the paper's PriorKnowledge)."""
+"""What an agent may know about a problem before seeing data (the paper's PriorKnowledge),
+and the plain data record every layer passes around."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
-from decision_bench._validation import check_int, check_optional_int, check_positive
+import jax
+
+from decision_bench._src.validation import check_int, check_optional_int, check_positive
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,3 +35,10 @@ class ProblemSpec:
         object.__setattr__(self, "num_train", check_int("num_train", self.num_train, 0))
         object.__setattr__(self, "tau", check_int("tau", self.tau, 1))
         object.__setattr__(self, "kappa", check_optional_int("kappa", self.kappa, 1))
+
+
+class Dataset(NamedTuple):
+    """A training or test set: x [n, input_dim] f32, y [n] i32 labels in 0..num_classes-1."""
+
+    x: jax.Array
+    y: jax.Array

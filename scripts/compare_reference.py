@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from decision_bench import agents
-from decision_bench._validation import check_choice, check_int
+from decision_bench._src.validation import check_choice, check_int
 from decision_bench.evaluation import run_testbed
 from decision_bench.evaluation.sweeps import Sweep, custom_sweep
 

@@ -15,7 +15,7 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable, IO
+from typing import IO, Callable
 
 __all__ = ["atomic_write", "atomic_write_text", "check_output_dir", "sha256_hex", "umask_mode"]
 

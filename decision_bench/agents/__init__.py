@@ -12,6 +12,14 @@ from decision_bench.agents.beta_bernoulli import BetaBernoulliConfig
 from decision_bench.agents.dropout import DropoutConfig
 from decision_bench.agents.ensemble import EnsembleConfig, EnsemblePlusConfig
 from decision_bench.agents.epinet import EpinetConfig
+from decision_bench.agents.hmc import (
+    HMCConfig,
+    HMCDiagnostics,
+    HMCPosterior,
+    diagnostic_problems,
+    diagnostics_pass,
+    hmc_posterior,
+)
 from decision_bench.agents.hypermodel import HypermodelConfig
 from decision_bench.agents.mlp import MLPConfig
 from decision_bench.agents.registry import config, hyperparameters, make, names
@@ -42,6 +50,12 @@ __all__ = [
     # regularisation
     "decayed_weight",
     "REGULARIZATION_MODES",
+    # hmc: direct posterior sampling and convergence diagnostics
+    "hmc_posterior",
+    "HMCPosterior",
+    "HMCDiagnostics",
+    "diagnostics_pass",
+    "diagnostic_problems",
     # configs
     "MLPConfig",
     "EnsembleConfig",
@@ -56,4 +70,5 @@ __all__ = [
     "EpinetConfig",
     "SGMCMCConfig",
     "SGMCMCQuickConfig",
+    "HMCConfig",
 ]

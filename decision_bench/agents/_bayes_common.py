@@ -14,7 +14,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
-from decision_bench._validation import _is_integral, check_int
+from decision_bench._src.validation import _is_integral, check_int
 from decision_bench.agents.regularization import true_divisor
 from decision_bench.priors import mlp_forward
 from decision_bench.specs import ProblemSpec

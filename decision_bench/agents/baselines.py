@@ -25,7 +25,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from decision_bench._validation import check_choice
+from decision_bench._src.validation import check_choice
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight, sgd_step
 from decision_bench.agents.mlp import check_common, cross_entropy, sum_of_squares

@@ -50,7 +50,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from decision_bench._validation import (
+from decision_bench._src.validation import (
     check_choice,
     check_nonnegative,
     check_positive,

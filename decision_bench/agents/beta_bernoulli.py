@@ -31,7 +31,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from decision_bench._validation import check_choice, check_positive
+from decision_bench._src.validation import check_choice, check_positive
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import as_hyper, bind
 from decision_bench.agents.regularization import REGULARIZATION_MODES

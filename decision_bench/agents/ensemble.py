@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from decision_bench._validation import check_choice, check_int, check_nonnegative, check_sizes
+from decision_bench._src.validation import check_choice, check_int, check_nonnegative, check_sizes
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight, sgd_step
 from decision_bench.agents.mlp import MLP, check_common, cross_entropy, sum_of_squares

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from decision_bench._validation import (
+from decision_bench._src.validation import (
     check_choice,
     check_nonnegative,
     check_positive,

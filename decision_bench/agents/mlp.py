@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from decision_bench._validation import (
+from decision_bench._src.validation import (
     check_choice,
     check_int,
     check_nonnegative,

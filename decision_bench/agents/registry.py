@@ -31,6 +31,7 @@ from decision_bench.agents.ensemble import (
     make_ensemble_plus,
 )
 from decision_bench.agents.epinet import EpinetConfig, make_epinet
+from decision_bench.agents.hmc import HMCConfig, make_hmc
 from decision_bench.agents.hypermodel import HypermodelConfig, make_hypermodel
 from decision_bench.agents.mlp import MLPConfig, make_mlp
 from decision_bench.agents.sgmcmc import SGMCMCConfig, SGMCMCQuickConfig, make_sgmcmc
@@ -50,6 +51,8 @@ _AGENTS = {
     "epinet": (EpinetConfig, make_epinet),
     "sgmcmc": (SGMCMCConfig, make_sgmcmc),
     "sgmcmc_quick": (SGMCMCQuickConfig, make_sgmcmc),
+    # full-batch HMC on the problem's own prior (needs the `bayes` extra: blackjax)
+    "hmc": (HMCConfig, make_hmc),
     # exact conjugate posterior for one-hot (bag-of-coins) inputs only
     "beta_bernoulli": (BetaBernoulliConfig, make_beta_bernoulli),
 }

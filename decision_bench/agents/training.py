@@ -30,7 +30,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from decision_bench._validation import check_int
+from decision_bench._src.validation import check_int
 from decision_bench.agents.base import Agent, Batch, params_are_finite
 from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec

@@ -49,8 +49,6 @@ from decision_bench._src.files import atomic_write_text, check_output_dir
 from decision_bench.analysis.correlation import MIN_POINTS, CorrelationResult, correlate
 from decision_bench.analysis.figures import all_figures, normalised_kl_table
 from decision_bench.analysis.inputs import read_bandit, read_testbed
-from decision_bench.analysis.outputs import staged_outputs
-from decision_bench.analysis.tables import TABLE2_METRICS, table2_side_by_side
 from decision_bench.analysis.join import (
     METRICS,
     agent_level_points,
@@ -58,6 +56,8 @@ from decision_bench.analysis.join import (
     join_regret,
     relative_points,
 )
+from decision_bench.analysis.outputs import staged_outputs
+from decision_bench.analysis.tables import TABLE2_METRICS, table2_side_by_side
 
 __all__ = [
     "AnalysisResult",

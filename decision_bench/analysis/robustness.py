@@ -670,7 +670,9 @@ def heatmap(
     Returns the path. Raises ImportError without matplotlib (the `plot` extra) and
     ValueError for a non-square matrix, mismatched labels or a non-.png path.
     """
-    from decision_bench.analysis.figures import _new_figure  # matplotlib is imported only when drawing
+    from decision_bench.analysis.figures import (
+        _new_figure,  # matplotlib is imported only when drawing
+    )
 
     path = Path(path)
     if path.suffix.lower() != ".png":

@@ -24,7 +24,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from decision_bench._validation import check_int, check_optional_int
+from decision_bench._src.validation import check_int, check_optional_int
 from decision_bench.envs.bandits import BernoulliBandit, make_bandit
 
 INFO_KEYS = ("expected_reward", "optimal_expected_reward", "regret", "optimal_action")

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from decision_bench._validation import (
+from decision_bench._src.validation import (
     check_choice,
     check_int,
     check_positive,

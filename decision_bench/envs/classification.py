@@ -35,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from decision_bench.data import load_dataset
+
 
 class ClassificationParams(NamedTuple):
     x: jax.Array  # [n, d] f32 standardised features
@@ -60,8 +62,8 @@ class ClassificationBandit:
 
     dataset: a bundled name ("iris", "wine", "breast_cancer", "digits"; needs
     scikit-learn), a .csv or .npz path, (x, y) arrays or a
-    ``decision_bench.datasets.ClassificationData`` (arrays are validated as in
-    ``decision_bench.datasets.validate_arrays``). standardize: centre and scale
+    ``decision_bench.data.ClassificationData`` (arrays are validated as in
+    ``decision_bench.data.validate_arrays``). standardize: centre and scale
     the features with the data set's own statistics.
 
     Static facts: name, num_examples, num_classes (= num_actions), feature_dim
@@ -73,10 +75,6 @@ class ClassificationBandit:
     standardize: bool = True
 
     def __post_init__(self):
-        # Imported here: decision_bench.datasets imports the evaluation modules,
-        # which import this package's envs (a cycle at import time otherwise).
-        from decision_bench.datasets import load_dataset
-
         if not isinstance(self.standardize, bool):
             raise ValueError(f"standardize must be True or False, got {self.standardize!r}")
         data = load_dataset(self.dataset)

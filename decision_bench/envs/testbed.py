@@ -15,14 +15,9 @@ import jax
 import jax.numpy as jnp
 
 from decision_bench._src.keys import DATA_TAG, ENV_TAG, problem_key
-from decision_bench._validation import check_int, check_optional_int
+from decision_bench._src.validation import check_int, check_optional_int
 from decision_bench.priors import Prior, make_prior
-from decision_bench.specs import ProblemSpec
-
-
-class Dataset(NamedTuple):
-    x: jax.Array  # [n, input_dim] f32
-    y: jax.Array  # [n] i32 labels in 0..num_classes-1
+from decision_bench.specs import Dataset, ProblemSpec
 
 
 class TestSample(NamedTuple):

@@ -1,8 +1,13 @@
 """Agents on real classification data: NLL of marginal and joint predictions (paper 001, Sec. 5).
 
+There is no true environment for a fixed data set, so an agent is scored by the
+negative log-likelihood of test tau-samples (paper 001 App. D: the "low
+temperature limit" of d_KL, where test labels have probability 1):
+``evaluate_nll(sampler, problem, key)``, and by ``evaluate_accuracy``.
+
 ``run_realdata(agent_names, datasets, num_train, seeds, designs)`` fits every
 agent on every (data set, training set size T, seed) problem of
-``decision_bench.datasets.make_dataset_problem`` and scores the fit on every
+``decision_bench.data.make_dataset_problem`` and scores the fit on every
 test design (tau, kappa) by NLL (``evaluate_nll``), plus the accuracy of the
 mean prediction on the whole test split. One fit serves all designs (the agent
 cannot see tau).
@@ -13,8 +18,8 @@ The named sweeps:
   breast_cancer, digits; T in {10, 100, full}; designs (tau 1) and (tau 10,
   kappa 2); 5 seeds. A T larger than a data set's training split is skipped
   (wine's split has 142 examples, so all three apply everywhere here).
-- ``realdata_bandit_sweep()``: the ClassificationBandit-v0 config of each of the
-  four data sets, for ``run_realdata_bandit``.
+- ``decision_bench.bandit.realdata``: the same four data sets as
+  ClassificationBandit-v0 environments.
 
 Keys. Problem seed s uses ``make_dataset_problem(..., seed=s)``; its fit key is
 ``fold_in(key(s), FIT_TAG)`` and design i is scored with
@@ -34,25 +39,37 @@ import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from decision_bench._src.keys import ACCURACY_TAG, NLL_TAG
 from decision_bench._src.keys import REALDATA_EVAL_TAG as EVAL_TAG
 from decision_bench._src.keys import REALDATA_FIT_TAG as FIT_TAG
-from decision_bench._validation import check_choice, check_int, check_optional_int
+from decision_bench._src.validation import check_choice, check_int, check_optional_int
+from decision_bench._src.versions import environment_info
 from decision_bench.agents import Agent, fit, make, names
 from decision_bench.agents.registry import check_inputs_fit
-from decision_bench.datasets import (
+from decision_bench.data import (
     BUNDLED,
-    evaluate_accuracy,
-    evaluate_nll,
+    PAPER_DATASETS,
+    DatasetProblem,
     load_dataset,
     make_dataset_problem,
 )
-from decision_bench.evaluation.kl import METHODS, FittedAgent, NonFiniteEstimateError
-from decision_bench.evaluation.runner import environment_info
-
+from decision_bench.evaluation.kl import (
+    DEFAULT_MAX_ROWS,
+    METHODS,
+    FittedAgent,
+    NLLResult,
+    NonFiniteEstimateError,
+    Sampler,
+    _split_sampler,
+    estimate_nll,
+    model_set,
+    resolve_method,
+)
 
 COLUMNS = (
     "agent",
@@ -69,7 +86,7 @@ COLUMNS = (
     "eval_seconds",
 )
 
-DEFAULT_DATASETS = ("iris", "wine", "breast_cancer", "digits")
+DEFAULT_DATASETS = PAPER_DATASETS
 DEFAULT_NUM_TRAIN = (10, 100, None)
 DEFAULT_DESIGNS = ((1, None), (10, 2))
 
@@ -98,13 +115,6 @@ class RealDataSweep:
 def realdata_sweep() -> RealDataSweep:
     """The testbed's ``realdata`` sweep (paper 001 Sec. 5 on scikit-learn's bundled data)."""
     return RealDataSweep("realdata", DEFAULT_DATASETS, DEFAULT_NUM_TRAIN, DEFAULT_DESIGNS, num_seeds=5)
-
-
-def realdata_bandit_sweep(datasets: Sequence[str] = DEFAULT_DATASETS) -> dict[str, Any]:
-    """{"ClassificationBandit-v0/<dataset>": functional core} for each data set (built on call)."""
-    from decision_bench.envs.classification import ClassificationBandit
-
-    return {f"ClassificationBandit-v0/{d}": ClassificationBandit(dataset=d) for d in datasets}
 
 
 def _agent_list(agent_names: Any) -> dict[str, Callable[..., Agent] | None]:
@@ -244,23 +254,50 @@ def run_realdata(
     return frame
 
 
-def run_realdata_bandit(
-    agent_names: str | Sequence[str],
-    datasets: Sequence[str] = DEFAULT_DATASETS,
-    num_steps: int = 1000,
-    seeds: int | Sequence[int] = 5,
-    **bandit_kwargs: Any,
-) -> pd.DataFrame:
-    """``run_bandit`` of every agent on ClassificationBandit-v0 over every data set;
-    the rows of run_bandit with a ``dataset`` column. bandit_kwargs go to run_bandit."""
-    from decision_bench.bandit import run_bandit
+def evaluate_nll(
+    sampler: Sampler,
+    problem: DatasetProblem,
+    key: jax.Array,
+    num_test: int = 1000,
+    num_models: int = 1000,
+    method: str = "auto",
+    *,
+    max_rows: int = DEFAULT_MAX_ROWS,
+) -> NLLResult:
+    """Joint NLL of num_test test tau-samples (tau, kappa from problem.spec).
 
-    listed = [a.strip() for a in (agent_names.split(",") if isinstance(agent_names, str) else agent_names)]
-    frames = []
-    for env_name, core in realdata_bandit_sweep(datasets).items():
-        for agent in listed:
-            frame = run_bandit(agent, core, num_steps, seeds, **bandit_kwargs)
-            frame["env"] = "ClassificationBandit-v0"
-            frame.insert(frame.columns.get_loc("env") + 1, "dataset", core.name)
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    sampler: FittedAgent(agent, state) or a callable (key, x[n, d]) -> logits
+    [n, C]; key: the evaluation key (the tau-samples use fold_in(key, NLL_TAG),
+    the model draws estimate_nll's own stream under it). Returns estimate_nll's
+    NLLResult: nll = mean over tau-samples of -log p_hat(y_1..tau | x_1..tau).
+    """
+    if not isinstance(problem, DatasetProblem):
+        raise ValueError(f"problem must be a DatasetProblem, got {type(problem).__name__}")
+    tests = problem.sample_tests(jax.random.fold_in(key, NLL_TAG), num_test)
+    return estimate_nll(sampler, tests.x, tests.y, key, num_models, method, max_rows=max_rows)
+
+
+def evaluate_accuracy(
+    sampler: Sampler, problem: DatasetProblem, key: jax.Array, num_models: int = 100, method: str = "auto"
+) -> float:
+    """Share of the whole test split where the argmax of the mean predictive
+    probabilities (over num_models draws, or all members for "exact") is the label."""
+    num_models = check_int("num_models", num_models, 1)
+    resolved = resolve_method(sampler, method)
+    if resolved == "partition":
+        resolved = "monte_carlo"  # accuracy needs mean probabilities, not a partition
+    source, state = _split_sampler(sampler)
+    x, y = problem.test_data
+    return float(
+        _accuracy_jit(source, state, jax.random.fold_in(key, ACCURACY_TAG), x, y, resolved, num_models)
+    )
+
+
+def _accuracy_core(source, state, key, x, y, method, num_models):
+    models, _ = model_set(source, state, method, num_models, x.shape[-1])
+    probs = jnp.mean(jax.nn.softmax(models(key, x), axis=-1), axis=0)  # [n, C]
+    return jnp.mean(jnp.argmax(probs, axis=-1) == y)
+
+
+# The source is a pytree (evaluation/kl.py's _split_sampler): one compile per agent family and shape.
+_accuracy_jit = jax.jit(_accuracy_core, static_argnums=(5, 6))

@@ -30,8 +30,6 @@ that a column's sum is the total time spent.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
-import platform
 import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -48,15 +46,16 @@ from decision_bench._src.keys import (
     FIT_TAG,
     problem_key,
 )
-from decision_bench._validation import check_choice, check_int
+from decision_bench._src.validation import check_choice, check_int
+from decision_bench._src.versions import environment_info
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
-from decision_bench.agents.training import bucket_size
 from decision_bench.agents.registry import check_inputs_fit
+from decision_bench.agents.training import bucket_size
 from decision_bench.envs.testbed import sample_environment
 from decision_bench.evaluation.kl import (
     METHODS,
-    FittedAgent,
     EvalConfig,
+    FittedAgent,
     resolve_method,
     summarize,
     tau_sample_log_likelihoods,
@@ -65,7 +64,6 @@ from decision_bench.evaluation.likelihood import DEFAULT_MAX_ROWS
 from decision_bench.evaluation.metrics import NUM_BINS, NUM_SAMPLES, classification_metrics
 from decision_bench.evaluation.sweeps import Sweep, TestbedSetting, get_sweep, hidden_sizes_label
 from decision_bench.specs import ProblemSpec
-
 
 COLUMNS = (
     "agent",
@@ -91,19 +89,6 @@ COLUMNS = (
     "num_models",
     "num_test",
 )
-
-_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy", "pandas", "decision-bench")
-
-
-def environment_info() -> dict[str, str]:
-    """Package versions, Python, platform and JAX backend: recorded with every result."""
-    info = {name: importlib.metadata.version(name) for name in _PACKAGES}
-    info["python"] = platform.python_version()
-    info["platform"] = platform.platform()
-    info["backend"] = jax.default_backend()
-    info["devices"] = ", ".join(sorted({d.device_kind for d in jax.devices()}))
-    return info
-
 
 def _agent_factories(
     agent_names: str | Sequence[str] | Mapping[str, Callable[..., Agent] | None],

@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Iterable
 
-from decision_bench._validation import (
+from decision_bench._src.validation import (
     check_choice,
     check_int,
     check_optional_int,

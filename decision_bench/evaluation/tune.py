@@ -6,7 +6,7 @@ For every testbed setting of the sweep, the agent is built once and its
 real-valued hyperparameters (agents/core.py) are replaced by arrays holding the
 grid, so fitting and evaluating every (grid point, seed) is ONE compiled program
 ``vmap(grid) o vmap(seeds)``; each setting after the first with the same T
-reuses it. Keys are those of ``run_testbed``, so a grid point's rows equal
+(or the same bucket of T) reuses it. Keys are those of ``run_testbed``, so a grid point's rows equal
 ``run_testbed`` with that point as overrides (the tests check this).
 
 Score (App. C): d_KL^agg = d_KL^1 + d_KL^10 / 10 of iid test inputs, averaged
@@ -17,10 +17,8 @@ sizes, index dimension) are separate programs, given as ``overrides`` per run.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import itertools
-import sys
 from typing import Any, Mapping, Sequence
 
 import jax
@@ -30,7 +28,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
-from decision_bench._validation import check_int
+from decision_bench._src.validation import check_int
 from decision_bench.agents import make
 from decision_bench.agents.core import hyperparameters_of, with_hyperparameters
 from decision_bench.agents.registry import check_inputs_fit, names
@@ -204,67 +202,3 @@ def summarize_grid(rows: pd.DataFrame, grid_names: list[str]) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------
 # decision-bench tune
-
-
-def _parse_grid(items: Sequence[str]) -> dict[str, tuple[float, ...]]:
-    """["l2=0.1,1,10", "learning_rate=1e-3"] -> {"l2": (0.1, 1.0, 10.0), ...}."""
-    grid = {}
-    for item in items:
-        name, sep, values = item.partition("=")
-        try:
-            parsed = tuple(float(v) for v in values.split(",") if v.strip())
-        except ValueError:
-            parsed = ()
-        if not sep or not name.strip() or not parsed:
-            raise ValueError(f"--grid must look like NAME=V1,V2,... (numbers), got {item!r}")
-        grid[name.strip()] = parsed
-    return grid
-
-
-def register(subparsers) -> argparse.ArgumentParser:
-    from decision_bench._src.console import HelpFormatter
-    from decision_bench.evaluation.sweeps import SWEEP_NAMES
-
-    p = subparsers.add_parser(
-        "tune",
-        help="a grid of an agent's real-valued hyperparameters as one vmapped program (App. C)",
-        description=__doc__,
-        formatter_class=HelpFormatter,
-    )
-    p.add_argument("agent", help="a registered agent name")
-    p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
-                   help="values of one hyperparameter; repeat for a product grid "
-                   "(default: the paper's grid for the agent, where App. C gives one)")
-    p.add_argument("--sweep", default="quick", choices=SWEEP_NAMES, help="testbed settings")
-    p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (None: the sweep's)")
-    p.add_argument("--num-test", type=int, default=1000, help="test tau-samples per problem")
-    p.add_argument("--num-models", type=int, default=1000, help="agent draws per estimate")
-    p.add_argument("--out", required=True, help="output folder: tune.csv and tune_summary.csv")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.set_defaults(func=run_command)
-    return p
-
-
-def run_command(args: argparse.Namespace) -> int:
-    from decision_bench._src.files import atomic_write_text, check_output_dir
-
-    if args.grid:
-        grid = _parse_grid(args.grid)
-    elif args.agent in PAPER_GRIDS:
-        grid = PAPER_GRIDS[args.agent]
-    else:
-        raise ValueError(
-            f"--grid is needed for {args.agent!r}: the paper gives no real-valued grid for it "
-            f"(paper grids: {sorted(PAPER_GRIDS)})"
-        )
-    out = check_output_dir(args.out)
-    print(f"tuning {args.agent} over {len(grid_points(grid))} points: {grid}", file=sys.stderr)
-    rows, summary = tune(args.agent, grid, args.sweep, args.seeds,
-                         num_test=args.num_test, num_models=args.num_models,
-                         progress=not args.no_progress)
-    atomic_write_text(out / "tune.csv", rows.to_csv(index=False))
-    atomic_write_text(out / "tune_summary.csv", summary.to_csv(index=False))
-    with pd.option_context("display.float_format", "{:.4g}".format, "display.width", 120):
-        print(summary.to_string(index=False))
-    print(f"wrote {out / 'tune.csv'} and {out / 'tune_summary.csv'}")
-    return 0

@@ -1,0 +1,89 @@
+"""Wall time of one hmc fit at the default settings on the testbed's d = 2 problems.
+
+    python bench/hmc.py                  # T = 10 and T = 100, d = 2
+    python bench/hmc.py --num-train 10 100 1000 --repeats 2
+
+For each T: ``fit`` is compiled ahead of time (compile seconds, reported
+separately), then run ``--repeats`` times with fresh keys; ``fit_s`` is the
+fastest run. Each fit is one pass over the data (ceil(T / 100) updates) plus the
+HMC run: num_chains chains of num_warmup + num_samples * thinning transitions of
+num_integration_steps leapfrog steps, so ``gradients`` (per chain) is the work.
+The diagnostics of the last run are printed with it (max split R-hat, min bulk
+ESS, acceptance, adapted step size, divergences) and whether they pass
+``hmc.diagnostics_pass``. Printed figures are for the machine at hand; never
+assert on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import jax
+import numpy as np
+
+from decision_bench import agents
+from decision_bench.agents import hmc
+from decision_bench.envs.testbed import make_testbed_problem
+
+
+def bench_fit(num_train: int, input_dim: int, repeats: int, seed: int) -> dict:
+    problem = make_testbed_problem("mlp", input_dim=input_dim, num_train=num_train, seed=seed)
+    agent = agents.make("hmc", problem.spec)
+    config = agents.config("hmc")
+    spec, data = problem.spec, problem.train_data
+
+    def run(key, train_data):
+        return agents.fit(agent, key, train_data, spec)
+
+    start = time.perf_counter()
+    compiled = jax.jit(run).lower(jax.random.key(0), data).compile()
+    compile_s = time.perf_counter() - start
+
+    times = []
+    for i in range(repeats):
+        start = time.perf_counter()
+        state = jax.block_until_ready(compiled(jax.random.key(i + 1), data))
+        times.append(time.perf_counter() - start)
+
+    d = state.diagnostics
+    transitions = config.num_warmup + config.num_samples * config.thinning
+    return {
+        "input_dim": input_dim,
+        "num_train": num_train,
+        "fit_s": round(min(times), 2),
+        "compile_s": round(compile_s, 2),
+        "gradients": transitions * config.num_integration_steps,
+        "chains": config.num_chains,
+        "members": config.num_members,
+        "max_rhat": round(float(np.max(d.rhat)), 3),
+        "min_ess": round(float(np.min(d.ess)), 1),
+        "acceptance": round(float(np.mean(d.acceptance_rate)), 3),
+        "step_size": round(float(np.mean(d.step_size)), 4),
+        "divergent": int(np.sum(d.num_divergent)),
+        "passes": bool(hmc.diagnostics_pass(d, num_transitions=config.num_samples * config.thinning)),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--num-train", type=int, nargs="+", default=[10, 100])
+    parser.add_argument("--input-dim", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0, help="the testbed problem's seed")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    args = parser.parse_args(argv)
+
+    print(f"hmc defaults: {agents.config('hmc')}")
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
+    for num_train in args.num_train:
+        row = bench_fit(num_train, args.input_dim, args.repeats, args.seed)
+        if args.json:
+            print(json.dumps(row))
+        else:
+            print("  ".join(f"{k}={v}" for k, v in row.items()))
+
+
+if __name__ == "__main__":
+    main()

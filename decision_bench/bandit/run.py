@@ -1,0 +1,209 @@
+"""``run_bandit``: the whole bandit experiment compiled, in chunks, with progress and
+checkpoints; rows of cumulative regret per (seed, logged step)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from decision_bench._src.validation import check_int
+from decision_bench.bandit.checkpoints import (
+    PREVIOUS_STATE_FILE,
+    STATE_FILE,
+    load_checkpoint,
+    save_checkpoint,
+)
+from decision_bench.bandit.loop import (
+    COLUMNS,
+    BanditLoop,
+    check_seeds,
+    init_carries,
+    make_loop,
+    run_chunk,
+)
+
+
+def _log_steps(num_steps: int, log_every: int) -> np.ndarray:
+    """Steps (1-based) with a row: every log_every-th step and the last one."""
+    steps = set(range(log_every, num_steps + 1, log_every)) | {num_steps}
+    return np.array(sorted(steps), np.int64)
+
+
+def run_bandit(
+    agent: Any,
+    env: Any,
+    num_steps: int,
+    seeds: int | Sequence[int],
+    policy: str = "thompson",
+    steps_per_obs: int = 1,
+    batch_size: int = 128,
+    replay_capacity: int = 10_000,
+    learning_rate: float = 1e-3,
+    log_every: int | None = None,
+    *,
+    chunk_size: int = 1000,
+    out_dir: str | os.PathLike | None = None,
+    resume: bool | None = None,
+    progress: bool = True,
+    env_kwargs: dict | None = None,
+    agent_kwargs: dict | None = None,
+    update_mode: str | None = None,
+    greedy_samples: int = 32,
+    callback: Callable[[int], None] | None = None,
+) -> pd.DataFrame:
+    """Runs a bandit experiment for every seed at once; returns one row per (seed, log step).
+
+    agent: a registered name (built with ``regularization=DEFAULT_REGULARIZATION`` and,
+      where its config has one, ``learning_rate``; ``agent_kwargs`` override
+      more hyperparameters) or an ``Agent`` record used as given.
+    env: ``"NeuralBandit-v0"``, ``"ContextualNeuralBandit-v0"``,
+      ``"BernoulliBandit-v0"`` (``decision_bench/`` prefix optional; keyword
+      arguments in ``env_kwargs``) or a functional bandit core.
+    num_steps: steps per seed. seeds: a count n (seeds 0..n-1) or a list of
+      seeds; each seed draws its own environment and agent initialisation.
+    policy: "thompson", "greedy" or "uniform". steps_per_obs, batch_size,
+      replay_capacity: see the module docstring. log_every: a row every
+      log_every steps and at the last step (default: num_steps // 100).
+    chunk_size: steps per compiled call; the carry is saved after each chunk to
+      ``out_dir`` (if given). resume: None (default) continues a run saved in
+      ``out_dir`` with the same config, if there is one, and returns the same
+      rows as an uninterrupted run; a saved run of another config is refused
+      with the differing arguments named, never overwritten. True is the same
+      but needs ``out_dir``; False discards the saved run and starts over. A
+      damaged checkpoint is reported, set aside and replaced by the previous
+      one (or step 0). callback(t) is called after each chunk.
+    update_mode: "replay" or "online"; None picks "online" for a
+      ``ConjugateAgent`` and "replay" otherwise.
+
+    Columns: agent, policy, env, input_dim, num_actions, temperature, seed, step,
+    cumulative_regret, final_regret, wall_seconds (the whole vmapped run,
+    compilation included, summed over resumed sessions; the same for every
+    seed), error ("" or why that seed stopped; its later regrets are NaN).
+    """
+    from tqdm.auto import tqdm
+
+    num_steps = check_int("num_steps", num_steps, 1)
+    seed_list = check_seeds(seeds)
+    log_every = max(1, num_steps // 100) if log_every is None else check_int("log_every", log_every, 1)
+    chunk_size = check_int("chunk_size", chunk_size, 1)
+    if resume and out_dir is None:
+        raise ValueError("resume=True needs out_dir, where the run was saved")
+    loop, env_id = make_loop(
+        agent,
+        env,
+        policy=policy,
+        steps_per_obs=steps_per_obs,
+        batch_size=batch_size,
+        replay_capacity=replay_capacity,
+        learning_rate=learning_rate,
+        env_kwargs=env_kwargs,
+        agent_kwargs=agent_kwargs,
+        update_mode=update_mode,
+        greedy_samples=greedy_samples,
+    )
+    env = loop.env
+    log_steps = _log_steps(num_steps, log_every)
+    config = {
+        "agent": loop.agent.name,
+        "agent_kwargs": {k: repr(v) for k, v in sorted((agent_kwargs or {}).items())},
+        "env": env_id,
+        "env_config": repr(env),
+        "num_steps": num_steps,
+        "seeds": seed_list,
+        "policy": policy,
+        "update_mode": loop.update_mode,
+        "steps_per_obs": loop.steps_per_obs,
+        "batch_size": loop.batch_size,
+        "replay_capacity": loop.replay_capacity,
+        "learning_rate": float(learning_rate),
+        "log_every": log_every,
+        "jax_version": jax.__version__,
+    }
+
+    start = time.perf_counter()
+    seed_array = jnp.asarray(seed_list, jnp.int32)
+    carry, params = init_carries(loop, seed_array)
+    t, previous_wall, logged = 0, 0.0, np.zeros((len(seed_list), 0), np.float64)
+    out_path = None if out_dir is None else Path(out_dir)
+    if out_path is not None:
+        out_path.mkdir(parents=True, exist_ok=True)
+        if resume is False:
+            # The caller asked to start over: only now is saved progress removed.
+            for name in (STATE_FILE, PREVIOUS_STATE_FILE):
+                (out_path / name).unlink(missing_ok=True)
+        else:
+            saved = load_checkpoint(out_path, config, carry)
+            if saved is not None:
+                carry, t, previous_wall, logged = saved
+    bar = tqdm(
+        total=num_steps,
+        initial=t,
+        desc=f"{loop.agent.name} on {env_id}",
+        unit="step",
+        disable=not progress,
+    )
+    with bar:
+        while t < num_steps:
+            length = min(chunk_size, num_steps - t)
+            # One compiled program per chunk length (at most two: chunk_size and the rest).
+            carry, outputs = run_chunk(loop, carry, params, length)
+            # [S, length]; one transfer per chunk (actions and rewards stay on device)
+            cumulative = np.asarray(outputs.cumulative_regret, np.float64)
+            here = log_steps[(log_steps > t) & (log_steps <= t + length)]
+            logged = np.concatenate([logged, cumulative[:, here - t - 1]], axis=1)
+            t += length
+            if out_path is not None:
+                wall = previous_wall + time.perf_counter() - start
+                save_checkpoint(out_path, config, carry, t, wall, logged)
+            bar.update(length)
+            if callback is not None:
+                callback(t)
+    wall_seconds = previous_wall + time.perf_counter() - start
+    failed_at = np.asarray(carry.failed_at)
+    return _rows(loop, env_id, seed_list, log_steps, logged, failed_at, wall_seconds)
+
+
+def _rows(
+    loop: BanditLoop,
+    env_id: str,
+    seeds: list[int],
+    log_steps: np.ndarray,
+    logged: np.ndarray,
+    failed_at: np.ndarray,
+    wall_seconds: float,
+) -> pd.DataFrame:
+    """The tidy result: logged [S, len(log_steps)] cumulative regrets, failed_at [S]."""
+    num_seeds, num_logs = logged.shape
+    failed = failed_at > 0
+    # Rows at or after a failure step carry NaN: the seed stopped there.
+    cumulative = np.where(failed[:, None] & (log_steps[None, :] >= failed_at[:, None]), np.nan, logged)
+    final = np.where(failed, np.nan, logged[:, -1])
+    errors = [
+        f"agent parameters became non-finite at step {int(s)}; seed stopped" if s > 0 else ""
+        for s in failed_at
+    ]
+    env = loop.env
+    return pd.DataFrame(
+        {
+            "agent": loop.agent.name,
+            "policy": loop.policy,
+            "env": env_id,
+            "input_dim": int(env.input_dim),
+            "num_actions": int(env.num_actions),
+            "temperature": float(env.temperature),
+            "seed": np.repeat(np.asarray(seeds, np.int64), num_logs),
+            "step": np.tile(log_steps, num_seeds),
+            "cumulative_regret": cumulative.reshape(-1),
+            "final_regret": np.repeat(final, num_logs),
+            "wall_seconds": float(wall_seconds),
+            "error": np.repeat(np.asarray(errors, object), num_logs),
+        },
+        columns=list(COLUMNS),
+    )

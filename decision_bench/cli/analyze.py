@@ -1,0 +1,70 @@
+"""The `decision-bench analyze DIR` subcommand.
+
+`register(subparsers)` adds it to the CLI's argparse subparsers; the parsed
+arguments' `func(args) -> int` runs it and returns the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from decision_bench._src.console import HelpFormatter, print_error
+from decision_bench.analysis.pipeline import analyze
+
+__all__ = ["register", "run"]
+
+
+def _nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
+    return value
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Adds `analyze` to `subparsers` (from ArgumentParser.add_subparsers())."""
+    parser = subparsers.add_parser(
+        "analyze",
+        help="correlate testbed d_KL with bandit regret; write figures and report.md",
+        description=(
+            "Reads DIR/testbed.csv and DIR/bandit.csv and writes DIR/correlations.csv, "
+            "DIR/joined.csv, the figures (PNG and PDF) and DIR/report.md. Both files are checked "
+            "before anything is written; see the README for their required columns."
+        ),
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("directory", metavar="DIR", help="results directory")
+    parser.add_argument(
+        "--resamples", type=_positive_int, default=1000, metavar="N", help="bootstrap resamples"
+    )
+    parser.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="bootstrap seed")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs the analysis; prints the correlations and the written paths.
+
+    Returns 0, or 2 on bad input (a missing file, or a malformed or out-of-range
+    value: see decision_bench.analysis.inputs) after printing one line
+    ``decision-bench: error: <message>``, the form every subcommand uses.
+    """
+    # Imported here so `decision-bench --help` does not pay for pandas/scipy.
+
+    try:
+        result = analyze(args.directory, num_resamples=args.resamples, seed=args.seed)
+    except (FileNotFoundError, ValueError) as err:
+        print_error(str(err))
+        return 2
+    print(result.correlations.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"report: {result.report}")
+    for path in result.figures:
+        print(f"figure: {path}")
+    return 0

@@ -1,0 +1,92 @@
+"""The ``decision-bench`` command: one module per subcommand in this package.
+
+Subcommands:
+  reproduce  testbed + bandit + analysis in one resumable run (presets demo | quick | paper)
+  testbed    offline d_KL of marginal and joint predictions for agents on a sweep
+  bandit     Thompson-sampling regret of agents on a neural or Bernoulli bandit
+  analyze    correlations of d_KL with regret, figures and a report from a run directory
+  demo       what ``make demo`` runs: ``reproduce --preset demo``
+  tune       a grid of an agent's real-valued hyperparameters as one vmapped program
+
+Run as a program, the command keeps compiled XLA programs in a persistent cache
+(``_src/compile_cache.py``), so a second run of the same command loads them
+instead of compiling; ``--no-compile-cache`` (before or after the subcommand) or
+``DECISION_BENCH_CACHE_DIR=off`` turns it off for a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from decision_bench._src import compile_cache, console
+
+NO_CACHE_HELP = (
+    "do not read or write the persistent XLA compilation cache (default: on, in "
+    f"${compile_cache.ENV_VAR}, else $XDG_CACHE_HOME/decision-bench/xla or "
+    f"~/.cache/decision-bench/xla; {compile_cache.ENV_VAR}=off also turns it off; deleting the "
+    "directory is always safe)"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Imported here, after main() has installed the interrupt exit: importing JAX
+    # and every agent family takes seconds, and Ctrl-C during it must end cleanly.
+    from decision_bench import __version__
+    from decision_bench.cli import analyze, bandit, reproduce, testbed, tune
+
+    parser = argparse.ArgumentParser(
+        prog="decision-bench",
+        description="Neural-bandit environments, epistemic agents and joint-prediction evaluation.",
+    )
+    parser.add_argument("--version", action="version", version=f"decision-bench {__version__}")
+    parser.add_argument("--no-compile-cache", action="store_true", help=NO_CACHE_HELP)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in (reproduce, testbed, bandit, analyze, tune):
+        command.register(sub)
+    # Also accepted after the subcommand. SUPPRESS: a subcommand that was not
+    # given the flag must not reset the value parsed before it.
+    for subparser in {id(p): p for p in sub.choices.values()}.values():
+        subparser.add_argument(
+            "--no-compile-cache", action="store_true", default=argparse.SUPPRESS, help=NO_CACHE_HELP
+        )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs one subcommand; returns the exit status (0, 2 for bad input).
+
+    Called as the ``decision-bench`` program (argv None), it also installs the
+    interrupt exit (Ctrl-C ends at once with 130, see ``_src/console.py``) and,
+    unless ``--no-compile-cache``, JAX's persistent compilation cache
+    (``_src/compile_cache.py``). Called from Python with an argv list, signals and
+    JAX's settings are process-wide state left to the caller (who may call
+    ``enable_compile_cache`` itself).
+    """
+    if argv is None:
+        console.install_interrupt_exit()
+    # Restored on return, so a call from Python leaves the caller's warning setup alone.
+    with warnings.catch_warnings():
+        console.install_warning_printer()
+        args = build_parser().parse_args(argv)
+        if argv is None and not args.no_compile_cache:
+            # Before the subcommand compiles anything: JAX reads the setting once.
+            compile_cache.enable_compile_cache()
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print(f"\n{console.INTERRUPTED}", file=sys.stderr)
+        return 130
+    except ValueError as error:
+        # Bad input: a clear message without a traceback.
+        console.print_error(str(error))
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""``decision-bench reproduce`` and ``decision-bench demo``: the main job in one command.
+
+``reproduce(preset, out)`` runs (or resumes) the preset's testbed and bandit cells
+(``decision_bench.experiments.run_preset``) and then the analysis
+(``decision_bench.analysis.analyze``): correlations of joint and marginal
+prediction quality with regret (paper 000, Sec. 5.2), figures and a report.
+
+Outputs: DIR/testbed.csv, DIR/bandit.csv, DIR/correlations.csv, the figures,
+DIR/report.md and DIR/run.json (preset, versions, timings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from decision_bench._src.console import HelpFormatter
+from decision_bench._src.files import check_output_dir
+from decision_bench._src.validation import check_int
+from decision_bench.analysis import analyze
+from decision_bench.analysis.pipeline import headline
+from decision_bench.experiments.presets import PRESET_NAMES, PRESET_SCOPE, Preset
+from decision_bench.experiments.reproduce import check_agents, run_preset
+
+
+def reproduce(
+    preset: str | Preset = "demo",
+    out: str | Path = "runs/demo",
+    agents: tuple[str, ...] | None = None,
+    agent_files: tuple[str, ...] = (),
+    executor: str = "local",
+    address: str | None = None,
+    num_resamples: int = 1000,
+    progress: bool = True,
+):
+    """Runs (or resumes) a reproduction: the preset's cells, then the analysis; returns
+    the analysis result (``decision_bench.analysis.analyze``).
+
+    agents: registered names to run instead of the preset's; agent_files: user
+    agent files (``experiments.reproduce.load_agent_file``), run next to them.
+    """
+    run_preset(preset, out, agents, agent_files, executor, address, progress)
+    return analyze(out, num_resamples=num_resamples, seed=0)
+
+
+def _print_summary(out: Path, result, preset: str | None = None) -> None:
+    corr = result.correlations
+    print(f"\nresults in {out}/: testbed.csv, bandit.csv, correlations.csv, report.md, figures")
+    cols = ["metric", "pearson_log", "pearson_ci_low", "pearson_ci_high", "spearman", "n"]
+    if "level" in corr.columns:
+        cols = ["level"] + cols
+    with pd.option_context("display.float_format", "{:.2f}".format, "display.width", 120):
+        print(corr[cols].to_string(index=False))
+    if result.levels:
+        print("\n" + headline(result.levels).replace("**", ""))
+    if preset in PRESET_SCOPE:
+        print(PRESET_SCOPE[preset])
+    print(f"\nreport: {result.report}")
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    for name, help_text in (
+        ("reproduce", "testbed + bandit + analysis, resumable (the papers' headline result)"),
+        ("demo", "what `make demo` runs: reproduce --preset demo"),
+    ):
+        p = subparsers.add_parser(
+            name, help=help_text, description=help_text, formatter_class=HelpFormatter
+        )
+        if name == "reproduce":
+            p.add_argument("--preset", default="demo", choices=PRESET_NAMES,
+                           help="demo: < 5 min on 2 cores; quick: < 30 min; standard: the papers' headline "
+                           "at laptop size (<= 60 min); paper: the papers' full setting")
+        p.add_argument("--out", default=f"runs/{name}", help="run directory (re-run to resume)")
+        p.add_argument("--agents", default=None,
+                       help="comma-separated registered agents instead of the preset's")
+        p.add_argument("--agent-file", action="append", default=[], dest="agent_files",
+                       help="a Python file defining make_agent(spec) (and NAME); may repeat")
+        p.add_argument("--executor", default="local", choices=("local", "ray"))
+        p.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
+        p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+        p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+        p.set_defaults(func=_run, preset_name="demo" if name == "demo" else None)
+    return p
+
+
+def _run(args: argparse.Namespace) -> int:
+    preset = args.preset_name or args.preset
+    agents = tuple(a.strip() for a in args.agents.split(",") if a.strip()) if args.agents else None
+    check_int("resamples", args.resamples, 1)
+    if agents:
+        check_agents(agents)
+    out = check_output_dir(args.out)
+    print(f"decision-bench reproduce --preset {preset}: writing to {out}/ (re-run to resume)", file=sys.stderr)
+    result = reproduce(
+        preset,
+        out,
+        agents=agents,
+        agent_files=tuple(args.agent_files),
+        executor=args.executor,
+        address=args.address,
+        num_resamples=args.resamples,
+        progress=not args.no_progress,
+    )
+    _print_summary(out, result, preset if isinstance(preset, str) else None)
+    return 0

@@ -1,0 +1,558 @@
+"""``decision-bench testbed``: fit and evaluate agents on a testbed sweep.
+
+    decision-bench testbed --agents mlp,ensemble+ --sweep quick --seeds 3 --out DIR
+
+writes DIR/testbed.csv (one row per agent, problem, design and seed; columns as
+``run_testbed``) and DIR/testbed.json (package versions and the arguments),
+shows progress, and prints mean d_KL per agent and design normalised to mlp
+(as paper 000, Fig. 2) when mlp is among the agents.
+
+    decision-bench testbed --agents mlp --input-dim 2 --num-train 3,30,300 \
+        --temperature 0.01,0.1,0.5 --tau 1,10 [--kappa 2] --seeds 5 --out DIR
+
+runs a custom grid instead of a named sweep (``sweeps.custom_sweep``): settings
+are every (input dim, T, beta) of the product of the lists; designs are tau iid
+for every --tau, plus (tau, kappa) for every --tau > 1 when --kappa is given.
+--num-train and --temperature are required; --input-dim defaults to 2, --tau to
+1,10, --seeds to 5. The grid flags and --sweep are mutually exclusive.
+
+    decision-bench testbed --agents mlp,ensemble+ --sweep realdata [--datasets iris,wine] --out DIR
+
+evaluates on real data instead (scikit-learn's bundled data sets, or .csv/.npz
+files given to --datasets): there is no environment, so the score is the NLL of
+marginal (tau 1) and dyadic joint (tau 10, kappa 2) predictions. It writes
+DIR/realdata.csv (columns as ``run_realdata``) and DIR/realdata.json.
+
+Resuming. The work is split into cells (``decision_bench.experiments.cells.Cell``), one per
+agent and setting (input dim, T, beta; for realdata: data set and T) with all
+its seeds, each stored under DIR/cells/ as soon as it is finished (one verified
+JSON file per cell, written atomically, as ``reproduce`` does). Running the same
+command again skips the finished cells (a corrupt cell file is warned about and
+recomputed) and rebuilds the CSV from the cells. A cell's id derives from every
+argument that changes its rows (agent, setting -- including the generative
+model's activation and hidden sizes, so the families of the robustness sweeps
+never share a cell --, designs, seeds, --num-test, --num-models, --method; a
+data file's contents), so cells of a run with other arguments in the same DIR
+are never mixed in: they are simply not read. (Cells written before settings
+had a family have other ids and are recomputed: their rows lack the
+activation and hidden_sizes columns.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from decision_bench._src.console import HelpFormatter
+from decision_bench._src.files import atomic_write_text, check_output_dir, sha256_hex
+from decision_bench._src.validation import check_choice, check_int
+from decision_bench._src.versions import environment_info
+from decision_bench.agents import names as agent_registry
+from decision_bench.agents.registry import check_inputs_fit
+from decision_bench.data import BUNDLED, load_dataset, make_dataset_problem
+from decision_bench.evaluation.kl import METHODS
+from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
+from decision_bench.evaluation.runner import run_testbed
+from decision_bench.evaluation.sweeps import (
+    DEFAULT_ACTIVATION,
+    DEFAULT_HIDDEN_SIZES,
+    SWEEP_NAMES,
+    Sweep,
+    TestbedSetting,
+    TestDesign,
+    custom_sweep,
+    get_sweep,
+    hidden_sizes_label,
+)
+from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.store import ResultsStore
+
+BASELINE = "mlp"
+REALDATA = "realdata"
+DEFAULT_SWEEP = "quick"
+CELLS_DIR = "cells"  # under --out: one verified file per finished cell
+# Custom-grid flags (as typed, argparse dest) and their defaults when a grid is
+# given; None: required in a grid.
+GRID_FLAGS = {
+    "--input-dim": ("input_dim", "2"),
+    "--num-train": ("num_train", None),
+    "--temperature": ("temperature", None),
+    "--tau": ("tau", "1,10"),
+    "--kappa": ("kappa", None),
+}
+
+_EPILOG = """\
+examples:
+  decision-bench testbed --agents mlp,ensemble+ --sweep quick --seeds 3 --out runs/tb
+  decision-bench testbed --agents mlp --input-dim 2 --num-train 3,30,300 \\
+      --temperature 0.01,0.1,0.5 --tau 1,10 --kappa 2 --seeds 5 --out runs/grid
+
+custom grid: settings are input-dim x num-train x temperature; designs are tau iid
+for each --tau, plus (tau, kappa) for each --tau > 1 when --kappa is given. Give
+either --sweep or grid flags, not both; with grid flags --num-train and
+--temperature are required, --input-dim defaults to 2, --tau to 1,10, --seeds to 5.
+"""
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Adds the ``testbed`` subcommand to an argparse subparsers object."""
+    parser = subparsers.add_parser(
+        "testbed",
+        help="offline d_KL of marginal and joint predictions on a testbed sweep",
+        description=__doc__.splitlines()[0],
+        epilog=_EPILOG,
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--agents", default="mlp", help="comma-separated agent names")
+    parser.add_argument(
+        "--sweep",
+        default=None,
+        choices=SWEEP_NAMES + (REALDATA,),
+        help=f"named sweep (default: {DEFAULT_SWEEP}, unless grid flags are given)",
+    )
+    grid = parser.add_argument_group("custom grid (instead of --sweep)")
+    grid.add_argument(
+        "--input-dim", metavar="D[,D...]", help="input dimensions, integers >= 1 (default: 2)"
+    )
+    grid.add_argument(
+        "--num-train", metavar="T[,T...]", help="training set sizes, integers >= 0 (required in a grid)"
+    )
+    grid.add_argument(
+        "--temperature", metavar="BETA[,BETA...]", help="temperatures, numbers > 0 (required in a grid)"
+    )
+    grid.add_argument(
+        "--tau", metavar="TAU[,TAU...]", help="test tau, integers >= 1, each scored iid (default: 1,10)"
+    )
+    grid.add_argument(
+        "--kappa",
+        metavar="KAPPA",
+        help="also score (tau, kappa) for every tau > 1; an integer >= 1 (default: iid only)",
+    )
+    parser.add_argument(
+        "--datasets",
+        default=None,
+        help="--sweep realdata only: comma-separated bundled names or .csv/.npz files "
+        "(default: iris,wine,breast_cancer,digits)",
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=None, help="seeds 0..N-1 (default: the sweep's; 5 for a custom grid)"
+    )
+    parser.add_argument("--out", required=True, help="output directory (created if missing)")
+    parser.add_argument("--num-test", type=int, default=1000, help="test tau-samples per problem")
+    parser.add_argument("--num-models", type=int, default=1000, help="agent draws per estimate")
+    parser.add_argument("--method", default="auto", choices=METHODS, help="likelihood estimator")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.set_defaults(func=main)
+    return parser
+
+
+def summary_table(frame: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
+    """Mean d_KL per agent (rows) and design (columns); divided by the baseline's
+    when it is present (a NaN kl makes its cell NaN rather than vanishing)."""
+    design = frame["tau"].astype(str).radd("d_KL^") + frame["kappa"].map(
+        lambda k: "" if pd.isna(k) else f",kappa={int(k)}"
+    )
+    means = frame.assign(design=design).groupby(["agent", "design"], sort=False)["kl"].mean(
+        numeric_only=False
+    ).unstack("design")
+    if baseline in means.index:
+        means = means / means.loc[baseline]
+    return means
+
+
+def parse_agents(text: str) -> tuple[str, ...]:
+    """"mlp, ensemble+,mlp" -> ("mlp", "ensemble+"): registered names, repeats
+    dropped, order kept; ValueError naming --agents otherwise."""
+    listed = tuple(dict.fromkeys(name.strip() for name in str(text).split(",") if name.strip()))
+    if not listed:
+        raise ValueError(f"--agents must name at least one agent, got {text!r}")
+    for name in listed:
+        check_choice("--agents", name, agent_registry())
+        # Testbed and real-data inputs are continuous features.
+        check_inputs_fit(name, "the testbed", one_hot=False)
+    return listed
+
+
+def _seeds(flag_value: int | None, default_count: int) -> tuple[int, ...]:
+    """Seeds 0..N-1 for --seeds N (the sweep's default count when not given)."""
+    count = default_count if flag_value is None else check_int("--seeds", flag_value, 1)
+    return tuple(range(count))
+
+
+def testbed_cells(
+    agents: Sequence[str],
+    sweep: Sweep,
+    seeds: Sequence[int],
+    num_test: int,
+    num_models: int,
+    method: str,
+) -> tuple[Cell, ...]:
+    """One cell per (agent, setting) with all seeds, in ``run_testbed``'s row order.
+
+    The cell holds every argument its rows depend on (the setting with its
+    activation and hidden sizes, the designs (tau, kappa), num_test, num_models,
+    method, the seeds), so its id changes whenever they do. The sweep's name is
+    left out: it does not change a row.
+    """
+    designs = tuple((design.tau, design.kappa) for design in sweep.designs)
+    return tuple(
+        Cell(
+            "testbed",
+            agent,
+            problem={
+                "prior": setting.prior,
+                "activation": setting.activation,
+                "hidden_sizes": setting.hidden_sizes,
+                "input_dim": setting.input_dim,
+                "num_train": setting.num_train,
+                "temperature": setting.temperature,
+                "designs": designs,
+                "num_test": num_test,
+                "num_models": num_models,
+                "method": method,
+            },
+            seeds=tuple(seeds),
+        )
+        for agent in agents
+        for setting in sweep.settings
+    )
+
+
+def compute_testbed_cell(cell: Cell) -> pd.DataFrame:
+    """The rows of one testbed cell (``run_testbed`` on its one setting); built from
+    the cell alone, so a stored cell can always be recomputed the same way.
+    Programs compiled for one cell are reused by the next where they coincide
+    (JAX's jit cache: the same agent at another temperature, say)."""
+    problem = dict(cell.problem)
+    setting = TestbedSetting(
+        input_dim=problem["input_dim"],
+        num_train=problem["num_train"],
+        temperature=problem["temperature"],
+        prior=problem["prior"],
+        activation=problem["activation"],
+        hidden_sizes=tuple(problem["hidden_sizes"]),
+    )
+    designs = tuple(TestDesign(tau, kappa) for tau, kappa in problem["designs"])
+    sweep = Sweep("cell", (setting,), designs, num_seeds=len(cell.seeds))
+    return run_testbed(
+        cell.agent,
+        sweep,
+        list(cell.seeds),
+        num_test=problem["num_test"],
+        num_models=problem["num_models"],
+        method=problem["method"],
+        progress=False,
+    )
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    compute: Callable[[Cell], pd.DataFrame],
+    store: ResultsStore,
+    *,
+    desc: str,
+    describe: Callable[[Cell], str],
+    progress: bool,
+) -> pd.DataFrame:
+    """Computes the cells ``store`` does not hold yet, writing each as soon as it
+    is done, and returns the rows of all ``cells`` in order, read back from the store.
+
+    What ``experiments.executors.run_cells`` does locally, with the command's own progress bar
+    (one step per setting, labelled by ``describe``). A corrupt cell file is
+    warned about (by the store) and recomputed.
+    """
+    done = [store.read(cell) is not None for cell in cells]
+    if any(done):
+        print(
+            f"resuming: {sum(done)} of {len(cells)} cells already done in {store.directory}",
+            file=sys.stderr,
+        )
+    bar = tqdm(total=len(cells), initial=sum(done), desc=desc, unit="setting", disable=not progress)
+    try:
+        for cell, finished in zip(cells, done):
+            if finished:
+                continue
+            bar.set_postfix_str(describe(cell))
+            store.write(cell, compute(cell))
+            bar.update(1)
+    finally:
+        bar.close()
+    return store.load(cells)
+
+
+def _describe_testbed(cell: Cell) -> str:
+    problem = dict(cell.problem)
+    family = f" {problem['activation']}-{hidden_sizes_label(problem['hidden_sizes'])}"
+    if (problem["activation"], tuple(problem["hidden_sizes"])) == (DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES):
+        family = ""
+    return (
+        f"{cell.agent}{family} d={problem['input_dim']} T={problem['num_train']} "
+        f"beta={problem['temperature']}"
+    )
+
+
+def realdata_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean NLL per agent (rows) and design (columns), over data sets, sizes and seeds."""
+    design = frame["tau"].astype(str).radd("NLL^") + frame["kappa"].map(
+        lambda k: "" if pd.isna(k) else f",kappa={int(k)}"
+    )
+    return frame.assign(design=design).groupby(["agent", "design"], sort=False)["nll"].mean().unstack("design")
+
+
+def realdata_cells(
+    agents: Sequence[str],
+    datasets: Sequence[str],
+    sizes: Sequence[int | None],
+    seeds: Sequence[int],
+    designs: Sequence[tuple[int, int | None]],
+    num_test: int,
+    num_models: int,
+    method: str,
+) -> tuple[Cell, ...]:
+    """One cell per (agent, data set, T) with all seeds, in ``run_realdata``'s row
+    order; a T above a data set's training split is no cell (run_realdata skips it).
+
+    A data file's cell also holds the SHA-256 of its bytes: an edited file gets
+    new cells rather than the old file's rows.
+    """
+
+    # (data set, its training split's size, its file's digest), loaded once.
+    sources = []
+    for dataset in datasets:
+        data = load_dataset(dataset)
+        available = make_dataset_problem(data, None, 1, None, seeds[0]).spec.num_train
+        digest = None if dataset in BUNDLED else sha256_hex(Path(dataset).read_bytes())
+        sources.append((dataset, available, digest))
+    cells = []
+    for agent in agents:
+        for dataset, available, digest in sources:
+            for size in sizes:
+                if size is not None and size > available:
+                    continue
+                problem = {
+                    "dataset": dataset,
+                    "file_sha256": digest,
+                    "num_train": size,
+                    "designs": tuple(designs),
+                    "num_test": num_test,
+                    "num_models": num_models,
+                    "method": method,
+                }
+                cells.append(Cell(REALDATA, agent, problem=problem, seeds=tuple(seeds)))
+    return tuple(cells)
+
+
+def compute_realdata_cell(cell: Cell) -> pd.DataFrame:
+    """The rows of one realdata cell: ``run_realdata`` on its one (data set, T)."""
+
+    problem = dict(cell.problem)
+    return run_realdata(
+        cell.agent,
+        datasets=[problem["dataset"]],
+        num_train=[problem["num_train"]],
+        seeds=list(cell.seeds),
+        designs=problem["designs"],
+        num_test=problem["num_test"],
+        num_models=problem["num_models"],
+        method=problem["method"],
+        progress=False,
+    )
+
+
+def _describe_realdata(cell: Cell) -> str:
+    problem = dict(cell.problem)
+    size = "full" if problem["num_train"] is None else problem["num_train"]
+    return f"{cell.agent} {Path(problem['dataset']).name} T={size}"
+
+
+def _realdata_plan(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[int, ...], tuple[Cell, ...]]:
+    """(data sets, seeds, cells) of --sweep realdata; ValueError for bad arguments."""
+
+    sweep = realdata_sweep()
+    datasets = (
+        sweep.datasets
+        if args.datasets is None
+        else tuple(d.strip() for d in args.datasets.split(",") if d.strip())
+    )
+    if not datasets:
+        raise ValueError(f"--datasets must name at least one data set, got {args.datasets!r}")
+    seeds = _seeds(args.seeds, sweep.num_seeds)
+    cells = realdata_cells(
+        parse_agents(args.agents), datasets, sweep.num_train, seeds, sweep.designs,
+        args.num_test, args.num_models, args.method,
+    )
+    return datasets, seeds, cells
+
+
+def _main_realdata(
+    args: argparse.Namespace, out: Path, datasets: tuple[str, ...], seeds: tuple[int, ...], cells: tuple[Cell, ...]
+) -> int:
+    store = ResultsStore(out / CELLS_DIR)
+    frame = run_cells(
+        cells, compute_realdata_cell, store,
+        desc=REALDATA, describe=_describe_realdata, progress=not args.no_progress,
+    )
+    atomic_write_text(out / "realdata.csv", frame.to_csv(index=False))
+    meta = {
+        "versions": environment_info(),
+        "sweep": REALDATA,
+        "datasets": list(datasets),
+        "seeds": list(seeds),
+        "agents": args.agents,
+        "num_test": args.num_test,
+        "num_models": args.num_models,
+        "method": args.method,
+        "cells": [cell.id for cell in cells],
+    }
+    atomic_write_text(out / "realdata.json", json.dumps(meta, indent=2) + "\n")
+    print(f"mean NLL ({len(frame)} rows, sweep {REALDATA}):")
+    print(realdata_table(frame).round(3).to_string())
+    print(f"wrote {out / 'realdata.csv'}")
+    return 0
+
+
+def parse_int_list(flag: str, text: str, minimum: int) -> tuple[int, ...]:
+    """"3,30,300" -> (3, 30, 300): distinct integers >= minimum, else a ValueError naming flag."""
+    items = [item.strip() for item in str(text).split(",")]
+    try:
+        values = tuple(int(item) for item in items)
+    except ValueError:
+        values = ()
+    if not values or any(v < minimum for v in values):
+        raise ValueError(f"{flag} must be a comma-separated list of integers >= {minimum}, got {text!r}")
+    _check_distinct(flag, values, text)
+    return values
+
+
+def parse_number_list(flag: str, text: str) -> tuple[float, ...]:
+    """"0.01,0.1" -> (0.01, 0.1): distinct finite numbers > 0, else a ValueError naming flag."""
+    items = [item.strip() for item in str(text).split(",")]
+    try:
+        values = tuple(float(item) for item in items)
+    except ValueError:
+        values = ()
+    if not values or any(not math.isfinite(v) or v <= 0 for v in values):
+        raise ValueError(f"{flag} must be a comma-separated list of numbers > 0, got {text!r}")
+    _check_distinct(flag, values, text)
+    return values
+
+
+def _check_distinct(flag: str, values: tuple, text: str) -> None:
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        shown = ", ".join(f"{v:g}" for v in repeated)
+        raise ValueError(f"{flag} must not repeat a value, got {text!r} (repeated: {shown})")
+
+
+def grid_sweep(args: argparse.Namespace) -> Sweep | None:
+    """The custom grid of the command line (sweeps.custom_sweep), or None when no
+    grid flag was given. ValueError for --sweep together with grid flags, a
+    missing --num-train or --temperature, or a malformed list."""
+    given = [flag for flag, (dest, _) in GRID_FLAGS.items() if getattr(args, dest, None) is not None]
+    if not given:
+        return None
+    if getattr(args, "sweep", None) is not None:
+        raise ValueError(
+            f"--sweep and the custom-grid flags ({', '.join(given)}) are mutually exclusive: "
+            "give a named --sweep or a grid (--num-train ... --temperature ...), not both"
+        )
+    text = {
+        flag: default if getattr(args, dest, None) is None else getattr(args, dest)
+        for flag, (dest, default) in GRID_FLAGS.items()
+    }
+    missing = [flag for flag in ("--num-train", "--temperature") if text[flag] is None]
+    if missing:
+        raise ValueError(
+            f"a custom grid needs {' and '.join(missing)} "
+            "(e.g. --num-train 10,100 --temperature 0.1), or use a named --sweep"
+        )
+    kappa = None
+    if text["--kappa"] is not None:
+        try:
+            kappa = int(str(text["--kappa"]).strip())
+        except ValueError:
+            kappa = 0
+        if kappa < 1:
+            raise ValueError(f"--kappa must be one integer >= 1, got {text['--kappa']!r}")
+    taus = parse_int_list("--tau", text["--tau"], 1)
+    if kappa is not None and max(taus) <= 1:
+        raise ValueError(
+            f"--kappa needs a --tau > 1 (kappa designs are scored for tau > 1), got --tau {text['--tau']!r}"
+        )
+    return custom_sweep(
+        input_dims=parse_int_list("--input-dim", text["--input-dim"], 1),
+        num_trains=parse_int_list("--num-train", text["--num-train"], 0),
+        temperatures=parse_number_list("--temperature", text["--temperature"]),
+        taus=taus,
+        kappa=kappa,
+    )
+
+
+def _grid_meta(sweep: Sweep) -> dict:
+    """The grid of a custom sweep, for testbed.json."""
+    return {
+        "input_dims": sorted({s.input_dim for s in sweep.settings}),
+        "num_trains": sorted({s.num_train for s in sweep.settings}),
+        "temperatures": sorted({s.temperature for s in sweep.settings}),
+        "designs": [[d.tau, d.kappa] for d in sweep.designs],
+    }
+
+
+def main(args: argparse.Namespace) -> int:
+    # Every argument is validated (and the cells built) before anything is written.
+    custom = grid_sweep(args)
+    sweep = custom if custom is not None else (getattr(args, "sweep", None) or DEFAULT_SWEEP)
+    if sweep != REALDATA and getattr(args, "datasets", None) is not None:
+        raise ValueError("--datasets is only used with --sweep realdata")
+    check_int("--num-test", args.num_test, 1)
+    check_int("--num-models", args.num_models, 1)
+    if sweep == REALDATA:
+        datasets, seeds, cells = _realdata_plan(args)
+        return _main_realdata(args, check_output_dir(args.out), datasets, seeds, cells)
+    if isinstance(sweep, str):
+        sweep = get_sweep(sweep)
+    seeds = _seeds(args.seeds, sweep.num_seeds)
+    cells = testbed_cells(
+        parse_agents(args.agents), sweep, seeds, args.num_test, args.num_models, args.method
+    )
+    out = check_output_dir(args.out)
+    frame = run_cells(
+        cells,
+        compute_testbed_cell,
+        ResultsStore(out / CELLS_DIR),
+        desc=f"testbed {sweep.name}",
+        describe=_describe_testbed,
+        progress=not args.no_progress,
+    )
+    atomic_write_text(out / "testbed.csv", frame.to_csv(index=False))
+    meta = {
+        "versions": environment_info(),
+        "sweep": sweep.name,
+        "seeds": list(seeds),
+        "agents": args.agents,
+        "num_test": args.num_test,
+        "num_models": args.num_models,
+        "method": args.method,
+        "cells": [cell.id for cell in cells],
+    }
+    if custom is not None:
+        meta["grid"] = _grid_meta(custom)
+    atomic_write_text(out / "testbed.json", json.dumps(meta, indent=2) + "\n")
+    table = summary_table(frame)
+    normalised = BASELINE in table.index
+    title = f"mean d_KL, normalised to {BASELINE}" if normalised else "mean d_KL"
+    print(f"{title} ({len(frame)} rows, sweep {sweep.name}):")
+    print(table.round(3).to_string())
+    bad = frame[~frame["params_finite"] | (frame["fraction_finite"] < 1.0)]
+    if len(bad):
+        print(f"note: {len(bad)} rows had non-finite parameters or per-sample estimates; "
+              "see columns params_finite and fraction_finite")
+    print(f"wrote {out / 'testbed.csv'}")
+    return 0

@@ -1,0 +1,236 @@
+"""The main job's computing half: a preset's testbed and bandit cells, resumable.
+
+``run_preset(preset, out)`` runs, for each agent, the testbed sweep of the
+preset (d_KL^1, d_KL^10 iid, d_KL^{10, kappa=2}) and Thompson sampling on the
+neural bandit. ``decision-bench reproduce`` (decision_bench.cli.reproduce) then
+correlates joint and marginal prediction quality with regret (paper 000, Sec.
+5.2) with ``decision_bench.analysis``, which sits above this package. Work is split into cells
+(one agent on one testbed setting, or one agent's bandit run over all seeds);
+each finished cell is stored atomically under ``DIR/cells/``, so running the same
+command again resumes where it stopped. Bandit runs also save their carry every
+chunk under ``DIR/bandit_runs/`` and resume mid-run.
+
+Outputs: DIR/testbed.csv, DIR/bandit.csv and DIR/run.json (preset, versions,
+timings); the analysis adds DIR/correlations.csv, the figures and DIR/report.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from decision_bench._src.files import atomic_write_text, check_output_dir
+from decision_bench._src.validation import check_choice
+from decision_bench._src.versions import environment_info
+from decision_bench.agents import names as agent_names
+from decision_bench.agents.registry import check_inputs_fit
+from decision_bench.bandit import run_bandit
+from decision_bench.evaluation import run_testbed
+from decision_bench.evaluation.sweeps import (
+    DEFAULT_ACTIVATION,
+    DEFAULT_HIDDEN_SIZES,
+    TestbedSetting,
+    hidden_sizes_label,
+)
+from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.executors import run_cells
+from decision_bench.experiments.presets import Preset, get_preset, testbed_sweep
+from decision_bench.experiments.store import ResultsStore
+
+
+def load_agent_file(path: str | Path) -> tuple[str, Callable]:
+    """A user's agent from one Python file: ``make_agent(spec) -> Agent`` and optional NAME.
+
+    Returns (name, make_agent). The name defaults to the file's stem.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"agent_file {str(path)!r} does not exist")
+    module_spec = importlib.util.spec_from_file_location(f"decision_bench_user_{path.stem}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    make_agent = getattr(module, "make_agent", None)
+    if not callable(make_agent):
+        raise ValueError(
+            f"agent_file {str(path)!r} must define make_agent(spec) -> decision_bench.agents.Agent"
+        )
+    return str(getattr(module, "NAME", path.stem)), make_agent
+
+
+def _family(setting: TestbedSetting) -> dict[str, Any]:
+    """The generative family's entries of a testbed cell; none for the default family, so
+    cells stored before families existed keep their ids and resume."""
+    if setting.is_default_family:
+        return {}
+    return {"activation": setting.activation, "hidden_sizes": hidden_sizes_label(setting.hidden_sizes)}
+
+
+def build_cells(preset: Preset, agents: tuple[str, ...]):
+    """The preset's cells: one per (agent, testbed setting) and one per agent's bandit run."""
+
+    cells = []
+    seeds = tuple(range(preset.testbed_seeds))
+    for sweep_name in preset.testbed_sweeps:
+        sweep = testbed_sweep(sweep_name)
+        for agent in agents:
+            for setting in sweep.settings:
+                cells.append(
+                    Cell(
+                        "testbed",
+                        agent,
+                        preset.overrides("testbed", agent),
+                        {
+                            "sweep": sweep_name,
+                            "prior": setting.prior,
+                            "input_dim": setting.input_dim,
+                            "num_train": setting.num_train,
+                            "temperature": setting.temperature,
+                            "num_test": preset.num_test,
+                            "num_models": preset.num_models,
+                            **_family(setting),
+                        },
+                        seeds,
+                    )
+                )
+    for agent in agents:
+        cells.append(
+            Cell(
+                "bandit",
+                agent,
+                preset.overrides("bandit", agent),
+                {"env": preset.bandit_env, "num_steps": preset.bandit_steps, **dict(preset.bandit_env_kwargs)},
+                tuple(range(preset.bandit_seeds)),
+            )
+        )
+    return tuple(cells)
+
+
+@dataclasses.dataclass(frozen=True)
+class CellRunner:
+    """compute_fn for ``run_cells``: turns a cell into its rows (picklable for Ray)."""
+
+    out_dir: str
+    custom_agents: tuple = ()  # ((name, agent file path), ...)
+    progress: bool = True  # the bandit runs' step bars
+
+    def _custom(self, name: str):
+        paths = dict(self.custom_agents)
+        return load_agent_file(paths[name])[1] if name in paths else None
+
+    def __call__(self, cell) -> pd.DataFrame:
+        if cell.kind == "testbed":
+            return self._testbed(cell)
+        return self._bandit(cell)
+
+    def _testbed(self, cell) -> pd.DataFrame:
+
+        problem = dict(cell.problem)
+        design_sweep = testbed_sweep(problem["sweep"])
+        setting = TestbedSetting(
+            input_dim=problem["input_dim"],
+            num_train=problem["num_train"],
+            temperature=problem["temperature"],
+            prior=problem["prior"],
+            activation=problem.get("activation", DEFAULT_ACTIVATION),
+            hidden_sizes=tuple(
+                int(w) for w in problem.get("hidden_sizes", hidden_sizes_label(DEFAULT_HIDDEN_SIZES)).split("-")
+            ),
+        )
+        sweep = dataclasses.replace(design_sweep, settings=(setting,))
+        custom = self._custom(cell.agent)
+        agent = {cell.agent: custom} if custom is not None else cell.agent
+        overrides = {cell.agent: dict(cell.agent_config)} if cell.agent_config else None
+        frame = run_testbed(
+            agent,
+            sweep,
+            list(cell.seeds),
+            num_test=problem["num_test"],
+            num_models=problem["num_models"],
+            overrides=overrides,
+            progress=False,
+        )
+        frame["sweep"] = problem["sweep"]
+        return frame
+
+    def _bandit(self, cell) -> pd.DataFrame:
+
+        problem = dict(cell.problem)
+        env_id, num_steps = problem.pop("env"), problem.pop("num_steps")
+        custom = self._custom(cell.agent)
+        agent: Any = custom if custom is not None else cell.agent
+        return run_bandit(
+            agent,
+            env_id,
+            num_steps,
+            list(cell.seeds),
+            env_kwargs=problem,
+            agent_kwargs=dict(cell.agent_config) or None,
+            out_dir=str(Path(self.out_dir) / "bandit_runs" / cell.id),
+            resume=True,
+            progress=self.progress,
+        )
+
+
+def check_agents(agents: tuple[str, ...]) -> None:
+    """Every name registered and able to run both the testbed and the neural bandit."""
+
+    for agent in agents:
+        check_choice("agent", agent, agent_names())
+        check_inputs_fit(agent, "the testbed and NeuralBandit-v0", one_hot=False)
+
+
+def run_preset(
+    preset: str | Preset = "demo",
+    out: str | Path = "runs/demo",
+    agents: tuple[str, ...] | None = None,
+    agent_files: tuple[str, ...] = (),
+    executor: str = "local",
+    address: str | None = None,
+    progress: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Runs (or resumes) a preset's cells; writes OUT/testbed.csv, OUT/bandit.csv and
+    OUT/run.json and returns (testbed rows, bandit rows).
+
+    agents: registered names to run instead of the preset's; agent_files: user
+    agent files (see ``load_agent_file``), run next to them.
+    """
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    chosen = tuple(agents) if agents else preset.agents
+    check_agents(chosen)
+    custom = tuple((load_agent_file(p)[0], str(Path(p).resolve())) for p in agent_files)
+    clash = sorted(set(chosen) & {n for n, _ in custom})
+    if clash:
+        raise ValueError(f"agent_file NAME(s) {clash} clash with registered agents; rename them")
+    all_agents = chosen + tuple(n for n, _ in custom)
+    out = check_output_dir(out, "out")
+    cells = build_cells(preset, all_agents)
+    store = ResultsStore(out / "cells")
+    start = time.perf_counter()
+    # Computes (or finds stored) every cell; the tables are read back per kind below.
+    run_cells(
+        cells,
+        CellRunner(str(out), custom, progress),
+        store,
+        executor=executor,
+        address=address,
+        progress=progress,
+    )
+    testbed = store.load([c for c in cells if c.kind == "testbed"])
+    bandit = store.load([c for c in cells if c.kind == "bandit"])
+    atomic_write_text(out / "testbed.csv", testbed.to_csv(index=False))
+    atomic_write_text(out / "bandit.csv", bandit.to_csv(index=False))
+    run_info = {
+        "preset": dataclasses.asdict(preset),
+        "agents": list(all_agents),
+        "agent_files": [p for _, p in custom],
+        "versions": environment_info(),
+        "seconds_this_session": round(time.perf_counter() - start, 1),
+    }
+    atomic_write_text(out / "run.json", json.dumps(run_info, indent=1, default=str))
+    return testbed, bandit

@@ -1,0 +1,223 @@
+"""The results store: one verified JSON file per finished cell, written atomically.
+
+:class:`ResultsStore` keeps one JSON file per finished cell in a directory. A file
+is written to a temporary name in the same directory and renamed into place
+(``os.replace`` is atomic on POSIX and Windows), so a crash never leaves a
+half-written file under a cell's name. Each file carries the cell, the package
+versions, the row count and a SHA-256 checksum of its rows; a file that fails to
+parse or to verify is reported with a warning naming it and treated as not done,
+so the next run recomputes and overwrites it.
+
+File format (``<cell_id>.json``)::
+
+    {"format": "decision_bench.cell/1", "cell_id": ..., "cell": {...},
+     "versions": {"decision-bench": ..., "jax": ..., ..., "backend": ...}, "created": ISO-8601,
+     "num_rows": n, "sha256": hex digest of the canonical JSON of "table",
+     "table": {"columns": [...], "dtypes": [...], "data": [[column values], ...]}}
+
+The table is stored column by column with Python's own float repr (JSON via
+``json.dumps``), so floats round-trip exactly; NaN and infinities are written as
+the ``NaN``/``Infinity`` literals Python's json module reads back. No pyarrow is
+needed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from decision_bench._src.files import atomic_write_text
+from decision_bench._src.versions import environment_info
+from decision_bench.experiments.cells import Cell
+
+FORMAT = "decision_bench.cell/1"
+
+
+class CorruptCellFile(Exception):
+    """A cell file that cannot be parsed or does not verify."""
+
+
+def _column_to_json(series: pd.Series) -> tuple[str, list]:
+    """(dtype name, list of Python values) for one DataFrame column."""
+    dtype = str(series.dtype)
+    values = series.tolist()  # numpy scalars -> Python scalars
+    # Missing values of pandas' nullable dtypes (Int64, string, ...) are pd.NA,
+    # which JSON cannot hold; None reads back as missing in the same dtype.
+    values = [None if v is pd.NA else v for v in values]
+    if series.dtype == object:
+        values = [None if (isinstance(v, float) and math.isnan(v)) else v for v in values]
+        values = [v.item() if isinstance(v, np.generic) else v for v in values]
+    return dtype, values
+
+
+def _table_to_json(frame: pd.DataFrame) -> dict[str, Any]:
+    if not frame.columns.is_unique:
+        raise ValueError(f"the DataFrame has duplicate column names: {list(frame.columns)}")
+    columns, dtypes, data = [], [], []
+    for name in frame.columns:
+        if not isinstance(name, str):
+            raise ValueError(f"column names must be str, got {name!r}")
+        dtype, values = _column_to_json(frame[name])
+        columns.append(name)
+        dtypes.append(dtype)
+        data.append(values)
+    return {"columns": columns, "dtypes": dtypes, "data": data}
+
+
+def _table_from_json(table: Mapping[str, Any]) -> pd.DataFrame:
+    columns = {}
+    for name, dtype, values in zip(table["columns"], table["dtypes"], table["data"], strict=True):
+        try:
+            columns[name] = pd.Series(values, dtype=dtype)
+        except (TypeError, ValueError):
+            # e.g. a pandas extension dtype this pandas cannot rebuild from a name.
+            columns[name] = pd.Series(values)
+    return pd.DataFrame(columns, columns=list(table["columns"]))
+
+
+def _checksum(table: Mapping[str, Any]) -> str:
+    text = json.dumps(table, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ResultsStore:
+    """A directory holding one verified JSON file per finished cell.
+
+    Stateless apart from the directory: two processes (or Ray workers writing via
+    the driver) may share it, and every query reads the files afresh.
+    """
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+
+    def __repr__(self) -> str:
+        return f"ResultsStore({str(self.directory)!r})"
+
+    def path(self, cell: Cell) -> Path:
+        return self.directory / f"{cell.id}.json"
+
+    # -- writing
+
+    def write(self, cell: Cell, frame: pd.DataFrame) -> Path:
+        """Writes `frame` as `cell`'s file atomically and returns its path."""
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(
+                f"the result for cell {cell.id} must be a pandas DataFrame, got {type(frame).__name__}"
+            )
+        table = _table_to_json(frame.reset_index(drop=True))
+        try:
+            checksum = _checksum(table)
+        except TypeError as err:  # e.g. a datetime or array column
+            raise ValueError(
+                f"the result for cell {cell.id} has values JSON cannot store ({err}); "
+                "use numbers, strings, booleans or None"
+            ) from None
+        payload = {
+            "format": FORMAT,
+            "cell_id": cell.id,
+            "cell": cell.to_dict(),
+            "versions": environment_info(),
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "num_rows": len(frame),
+            "sha256": checksum,
+            "table": table,
+        }
+        # atomic_write's temporary file starts with "." and does not end in .json,
+        # so load_all never mistakes one left by kill -9 for a result.
+        return atomic_write_text(self.path(cell), json.dumps(payload, separators=(",", ":")))
+
+    # -- reading
+
+    @staticmethod
+    def _read_file(path: Path) -> tuple[Cell, pd.DataFrame]:
+        """Parses and verifies one file; raises CorruptCellFile saying why."""
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise CorruptCellFile(f"cannot parse ({err})") from None
+        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+            raise CorruptCellFile(f"not a {FORMAT} file")
+        try:
+            cell = Cell.from_dict(payload["cell"])
+            table = payload["table"]
+            if cell.id != payload["cell_id"] or path.name != f"{cell.id}.json":
+                raise CorruptCellFile("the cell parameters do not match the cell id / file name")
+            if _checksum(table) != payload["sha256"]:
+                raise CorruptCellFile("checksum mismatch")
+            frame = _table_from_json(table)
+        except CorruptCellFile:
+            raise
+        except (KeyError, TypeError, ValueError) as err:
+            raise CorruptCellFile(f"malformed ({type(err).__name__}: {err})") from None
+        if len(frame) != payload.get("num_rows"):
+            raise CorruptCellFile(f"{len(frame)} rows, header says {payload.get('num_rows')}")
+        return cell, frame
+
+    def _read_or_warn(self, path: Path) -> tuple[Cell, pd.DataFrame] | None:
+        try:
+            return self._read_file(path)
+        except CorruptCellFile as err:
+            warnings.warn(
+                f"results file {path} is corrupt or partial ({err}); its cell will be recomputed",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return None
+
+    def read(self, cell: Cell) -> pd.DataFrame | None:
+        """The cell's rows, or None if it has no valid file (a bad file is warned about)."""
+        path = self.path(cell)
+        if not path.exists():
+            return None
+        result = self._read_or_warn(path)
+        return None if result is None else result[1]
+
+    def is_done(self, cell: Cell) -> bool:
+        """True iff the cell has a file that parses and verifies."""
+        return self.read(cell) is not None
+
+    def load(self, cells: Sequence[Cell]) -> pd.DataFrame:
+        """Rows of `cells` in the given order; raises KeyError naming a missing cell."""
+        frames = []
+        for cell in cells:
+            frame = self.read(cell)
+            if frame is None:
+                raise KeyError(f"cell {cell.id} has no valid results file in {self.directory}")
+            frames.append(frame)
+        return concat_tables(frames)
+
+    def load_all(self, with_cell_id: bool = False) -> pd.DataFrame:
+        """All valid cell files in the directory, sorted by cell id, concatenated.
+
+        Corrupt files are skipped with a warning naming each. With `with_cell_id`,
+        a `cell_id` column says which file each row came from.
+        """
+        frames = []
+        if self.directory.is_dir():
+            for path in sorted(self.directory.glob("*.json")):
+                if path.name.startswith("."):
+                    continue
+                result = self._read_or_warn(path)
+                if result is None:
+                    continue
+                cell, frame = result
+                if with_cell_id:
+                    frame = frame.assign(cell_id=cell.id)
+                frames.append(frame)
+        return concat_tables(frames)
+
+
+def concat_tables(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    frames = [f for f in frames if len(f.columns)]
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True, sort=False)

@@ -1,0 +1,86 @@
+"""Hyperparameter grids: one vmapped program whose rows equal separate runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from decision_bench import cli
+from decision_bench.evaluation import run_testbed
+from decision_bench.evaluation.sweeps import custom_sweep
+from decision_bench.evaluation.tune import PAPER_GRIDS, grid_points, summarize_grid, tune
+from compile_counting import count_compilations
+
+SWEEP = custom_sweep(2, [5], [0.1, 0.5], taus=[1, 10], num_seeds=2)
+SMALL = dict(num_test=20, num_models=5, max_rows=10**7)
+
+
+@pytest.fixture(scope="module")
+def tuned():
+    return tune("mlp", {"l2": [0.01, 10.0]}, SWEEP, overrides={"num_steps": 15}, **SMALL)
+
+
+def test_grid_points_are_the_product_in_key_order():
+    assert grid_points({"a": [1, 2], "b": [3]}) == [{"a": 1, "b": 3}, {"a": 2, "b": 3}]
+
+
+def test_each_grid_point_equals_a_separate_run_testbed(tuned):
+    rows, _ = tuned
+    for l2 in (0.01, 10.0):
+        alone = run_testbed("mlp", SWEEP, overrides={"mlp": {"num_steps": 15, "l2": l2}},
+                            progress=False, **SMALL)
+        mine = rows[rows.l2 == l2].sort_values(["temperature", "tau", "seed"]).kl.to_numpy()
+        theirs = alone.sort_values(["temperature", "tau", "seed"]).kl.to_numpy()
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_summary_scores_dkl_agg_and_marks_the_lowest(tuned):
+    rows, summary = tuned
+    assert len(summary) == 2 and summary.best.sum() == 1
+    point = rows[rows.l2 == 0.01]
+    expected = (point[point.tau == 1].kl.mean() + point[point.tau == 10].kl.mean() / 10)
+    got = summary.set_index("l2").dkl_agg.loc[0.01]
+    assert got == pytest.approx(expected, rel=1e-6)
+    assert summary.loc[summary.best, "dkl_agg"].item() == summary.dkl_agg.min()
+
+
+def test_a_nan_estimate_makes_its_point_nan_not_best():
+    rows = pd.DataFrame({"l2": [1.0] * 4 + [2.0] * 4, "input_dim": 2, "num_train": 5,
+                         "temperature": 0.1, "tau": [1, 10, 1, 10] * 2, "seed": [0, 0, 1, 1] * 2,
+                         "kl": [0.1, 1.0, np.nan, 1.0, 0.2, 2.0, 0.2, 2.0]})
+    summary = summarize_grid(rows, ["l2"]).set_index("l2")
+    assert np.isnan(summary.dkl_agg.loc[1.0]) and bool(summary.best.loc[2.0])
+
+
+def test_the_whole_grid_is_one_program_per_training_set_size(tuned):
+    with count_compilations() as seen:
+        tune("mlp", {"l2": [0.3, 3.0]}, SWEEP, overrides={"num_steps": 15}, **SMALL)
+    assert seen == []  # same shapes as the fixture's grid: nothing new to compile
+
+
+def test_unknown_or_shape_setting_names_are_refused():
+    with pytest.raises(ValueError, match=r"not real-valued hyperparameters of 'mlp'.*tunable"):
+        tune("mlp", {"hidden_sizes": [1.0]}, SWEEP, **SMALL)
+    with pytest.raises(ValueError, match="agent must be one of"):
+        tune("nope", {"l2": [1.0]}, SWEEP, **SMALL)
+
+
+def test_paper_grids_name_real_hyperparameters():
+    assert PAPER_GRIDS["mlp"]["l2"] == (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
+    assert PAPER_GRIDS["ensemble+"]["l2"] == (0.1, 0.3, 1.0, 3.0, 10.0)
+
+
+def test_command_writes_rows_and_summary(tmp_path, capsys):
+    status = cli.main(["tune", "mlp", "--grid", "l2=0.1,1", "--sweep", "quick", "--seeds", "1",
+                       "--num-test", "10", "--num-models", "4", "--out", str(tmp_path)])
+    assert status == 0
+    assert "tune mlp" in capsys.readouterr().err  # the progress bar over settings
+    summary = pd.read_csv(tmp_path / "tune_summary.csv")
+    assert list(summary.l2) == [0.1, 1.0] and summary.best.sum() == 1
+    assert len(pd.read_csv(tmp_path / "tune.csv")) == 2 * 2 * 2  # points x settings x tau
+
+
+def test_command_refuses_a_malformed_grid(tmp_path, capsys):
+    assert cli.main(["tune", "mlp", "--grid", "l2", "--out", str(tmp_path)]) == 2
+    assert "--grid must look like NAME=V1,V2" in capsys.readouterr().err
