@@ -79,8 +79,8 @@ def run_bandit(
       but needs ``out_dir``; False discards the saved run and starts over. A
       damaged checkpoint is reported, set aside and replaced by the previous
       one (or step 0). callback(t) is called after each chunk.
-    update_mode: "replay" or "online"; None picks "online" for a
-      ``ConjugateAgent`` and "replay" otherwise.
+    update_mode: "replay" or "online"; None uses the agent record's own
+      ``update_mode`` ("online" for exact conjugate agents such as beta_bernoulli).
 
     Columns: agent, policy, env, input_dim, num_actions, temperature, seed, step,
     cumulative_regret, final_regret, wall_seconds (the whole vmapped run,

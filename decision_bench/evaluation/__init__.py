@@ -8,7 +8,9 @@ Public API:
   and the array functions ``accuracy``, ``expected_calibration_error``
 - ``FittedAgent(agent, state)``: what the estimators take besides plain callables
 - ``run_testbed(agent_names, sweep, seeds, ...) -> pandas.DataFrame``
-- ``get_sweep(name)``, ``SWEEP_NAMES``: the named sweeps (paper2d, highdim, quick)
+- ``get_sweep(name)``, ``SWEEP_NAMES``: the named sweeps (paper2d, highdim,
+  quick, standard, and the generative-family sweeps robustness_activation,
+  robustness_width, robustness_quick)
 - ``custom_sweep(input_dims, num_trains, temperatures, taus, kappa, num_seeds)``: any other grid
 """
 

@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from decision_bench._src.keys import CLASSIFICATION_TAG, MODEL_TAG, TEST_TAG
+from decision_bench._src.keys import MODEL_TAG, TEST_TAG
 from decision_bench._src.validation import check_choice, check_int
 from decision_bench.agents.base import Agent
 from decision_bench.envs.testbed import TestbedProblem, sample_test

@@ -14,11 +14,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from decision_bench._src.keys import CLASSIFICATION_TAG, MODEL_TAG
 from decision_bench._src.validation import check_int
 from decision_bench.envs.testbed import TestbedProblem, sample_labels
 from decision_bench.evaluation.kl import (
-    CLASSIFICATION_TAG,
-    MODEL_TAG,
     Sampler,
     _check_common,
     _split_sampler,
