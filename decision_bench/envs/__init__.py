@@ -17,12 +17,15 @@ from decision_bench.envs.classification import (
 from decision_bench.envs.registration import register_envs
 from decision_bench.envs.testbed import (
     Dataset,
+    PolyadicTest,
     TestbedProblem,
     TestSample,
     label_log_likelihood,
     make_testbed_problem,
+    polyadic_design,
     polyadic_inputs,
     sample_environment,
+    sample_polyadic_test,
     sample_test,
     sample_training_data,
 )
@@ -38,14 +41,17 @@ __all__ = [
     "ContextualNeuralBandit",
     "Dataset",
     "NeuralBandit",
+    "PolyadicTest",
     "TestSample",
     "TestbedProblem",
     "label_log_likelihood",
     "make_bandit",
     "make_testbed_problem",
+    "polyadic_design",
     "polyadic_inputs",
     "register_envs",
     "sample_environment",
+    "sample_polyadic_test",
     "sample_test",
     "sample_training_data",
 ]

@@ -1,7 +1,7 @@
 """Testbed problems: training data and tau-samplers of test inputs from one environment.
 
-The pure functions (``sample_training_data``, ``polyadic_inputs``,
-``sample_test``) take the prior and environment params explicitly, so they jit
+The pure functions (``sample_training_data``, ``polyadic_design``,
+``polyadic_inputs``, ``sample_polyadic_test``, ``sample_test``) take the prior and environment params explicitly, so they jit
 and vmap over seeds. ``TestbedProblem`` bundles one environment sample with its
 training data for convenience.
 """
@@ -29,6 +29,22 @@ class TestSample(NamedTuple):
 TestSample.__test__ = False  # not a pytest test class
 
 
+class PolyadicTest(NamedTuple):
+    """A test tau-sample kept in its design's form: x = inputs[pick].
+
+    With kappa anchors, only kappa of the tau inputs are distinct: an agent needs
+    its logits on ``inputs`` alone and can gather them by ``pick``.
+    """
+
+    inputs: jax.Array  # [K, input_dim]: the distinct inputs (K = kappa, or tau if iid)
+    pick: jax.Array  # [tau] i32: the input each position takes
+    y: jax.Array  # [tau] i32
+    env_log_likelihood: jax.Array  # [] log p(y_1..tau | x_1..tau) under the environment
+
+
+PolyadicTest.__test__ = False
+
+
 def sample_labels(key: jax.Array, prior: Prior, params: Any, x: jax.Array) -> jax.Array:
     """Labels y ~ softmax(prior.logits(params, x)). x: [n, d] -> y: [n] i32."""
     return jax.random.categorical(key, prior.logits(params, x), axis=-1).astype(jnp.int32)
@@ -47,25 +63,43 @@ def sample_training_data(key: jax.Array, prior: Prior, params: Any, num_train: i
     return Dataset(x, sample_labels(k_y, prior, params, x))
 
 
+def polyadic_design(
+    key: jax.Array, prior: Prior, tau: int, kappa: int | None
+) -> tuple[jax.Array, jax.Array]:
+    """(inputs [K, d], pick [tau] i32) with x = inputs[pick]: tau iid inputs (K = tau,
+    pick = 0..tau-1) when kappa is None, else kappa anchors (K = kappa) drawn
+    uniformly with replacement (paper 001, Def. 1)."""
+    if kappa is None:
+        return prior.sample_inputs(key, tau), jnp.arange(tau, dtype=jnp.int32)
+    k_anchor, k_pick = jax.random.split(key)
+    anchors = prior.sample_inputs(k_anchor, kappa)
+    return anchors, jax.random.randint(k_pick, (tau,), 0, kappa).astype(jnp.int32)
+
+
 def polyadic_inputs(key: jax.Array, prior: Prior, tau: int, kappa: int | None) -> jax.Array:
     """tau test inputs [tau, d]: iid when kappa is None, else drawn uniformly
     with replacement from kappa anchor inputs (paper 001, Def. 1)."""
-    if kappa is None:
-        return prior.sample_inputs(key, tau)
-    k_anchor, k_pick = jax.random.split(key)
-    anchors = prior.sample_inputs(k_anchor, kappa)
-    return anchors[jax.random.randint(k_pick, (tau,), 0, kappa)]
+    inputs, pick = polyadic_design(key, prior, tau, kappa)
+    return inputs[pick]
+
+
+def sample_polyadic_test(
+    key: jax.Array, prior: Prior, params: Any, tau: int, kappa: int | None = None
+) -> PolyadicTest:
+    """One test tau-sample in its design's form (the same draw as ``sample_test``)."""
+    k_x, k_y = jax.random.split(key)
+    inputs, pick = polyadic_design(k_x, prior, tau, kappa)
+    logits = prior.logits(params, inputs[pick])
+    y = jax.random.categorical(k_y, logits, axis=-1).astype(jnp.int32)
+    return PolyadicTest(inputs, pick, y, label_log_likelihood(logits, y))
 
 
 def sample_test(
     key: jax.Array, prior: Prior, params: Any, tau: int, kappa: int | None = None
 ) -> TestSample:
     """One test tau-sample with its exact environment log-likelihood."""
-    k_x, k_y = jax.random.split(key)
-    x = polyadic_inputs(k_x, prior, tau, kappa)
-    logits = prior.logits(params, x)
-    y = jax.random.categorical(k_y, logits, axis=-1).astype(jnp.int32)
-    return TestSample(x, y, label_log_likelihood(logits, y))
+    test = sample_polyadic_test(key, prior, params, tau, kappa)
+    return TestSample(test.inputs[test.pick], test.y, test.env_log_likelihood)
 
 
 @dataclasses.dataclass(frozen=True)

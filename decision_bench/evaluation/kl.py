@@ -40,7 +40,7 @@ import numpy as np
 from decision_bench._src.keys import MODEL_TAG, TEST_TAG
 from decision_bench._src.validation import check_choice, check_int
 from decision_bench.agents.base import Agent
-from decision_bench.envs.testbed import TestbedProblem, sample_test
+from decision_bench.envs.testbed import TestbedProblem, sample_polyadic_test
 from decision_bench.evaluation.likelihood import (
     DEFAULT_MAX_ROWS,
     ModelSet,
@@ -250,6 +250,12 @@ def _split_sampler(sampler: Sampler) -> tuple[Any, Any]:
     return jax.tree_util.Partial(sampler), None
 
 
+def distinct_rows(tau: int, kappa: int | None) -> int:
+    """Inputs per test tau-sample an agent is evaluated on: kappa anchors when
+    kappa < tau, else the tau inputs themselves."""
+    return tau if kappa is None else min(tau, kappa)
+
+
 def tau_sample_log_likelihoods(
     source: Any,
     state: Any,
@@ -265,16 +271,24 @@ def tau_sample_log_likelihoods(
     Returns (env_ll [num_test], agent_ll [num_test]).
     """
     test_keys = jax.random.split(jax.random.fold_in(key, TEST_TAG), cfg.num_test)
-    tests = jax.vmap(lambda k: sample_test(k, prior, env_params, cfg.tau, cfg.kappa))(test_keys)
+    tests = jax.vmap(lambda k: sample_polyadic_test(k, prior, env_params, cfg.tau, cfg.kappa))(
+        test_keys
+    )
     models, num_models = model_set(source, state, cfg.method, cfg.num_models, prior.input_dim)
+    if distinct_rows(cfg.tau, cfg.kappa) < cfg.tau:
+        # kappa < tau anchors: the agent's models run on the anchors only.
+        x, pick = tests.inputs, tests.pick
+    else:
+        x, pick = jax.vmap(lambda t: t.inputs[t.pick])(tests), None
     agent_ll = agent_log_likelihoods(
         models,
         jax.random.fold_in(key, MODEL_TAG),
-        tests.x,
+        x,
         tests.y,
         num_models=num_models,
         estimator="partition" if cfg.method == "partition" else "mixture",
         max_rows=cfg.max_rows,
+        pick=pick,
     )
     return tests.env_log_likelihood, agent_ll
 
@@ -342,7 +356,8 @@ def estimate_kl(
     tau, input_dim = problem.spec.tau, problem.spec.input_dim
     # The sampler sees the test inputs chunk by chunk: n = chunk * tau rows per call.
     models = _models_per_call(source, state, resolved, num_models, input_dim)
-    num_inputs = chunk_size(num_test, models, tau, max_rows) * tau
+    rows = distinct_rows(tau, problem.spec.kappa)
+    num_inputs = chunk_size(num_test, models, rows, max_rows) * rows
     check_sampler_logits(
         source, state, resolved, key, num_inputs, input_dim, problem.spec.num_classes
     )

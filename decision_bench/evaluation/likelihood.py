@@ -111,6 +111,7 @@ def agent_log_likelihoods(
     num_hyperplanes: int = NUM_HYPERPLANES,
     probit_clip: float = PROBIT_CLIP,
     max_rows: int = DEFAULT_MAX_ROWS,
+    pick: jax.Array | None = None,
 ) -> jax.Array:
     """log p_hat(y_{1:tau} | x_{1:tau}) for N test tau-samples under a model set.
 
@@ -118,32 +119,43 @@ def agent_log_likelihoods(
     key: drawn once into the model set (and the hyperplanes for "partition");
     x: [N, tau, d]; y: [N, tau] int labels. Returns [N] f32.
 
+    pick: None, or [N, tau] i32 when x holds each sample's K distinct inputs
+    [N, K, d] and position t of sample n is x[n, pick[n, t]] (a polyadic design,
+    ``envs.polyadic_design``). The models then run on K inputs per sample instead
+    of tau, and their logits are gathered: the same values, a fraction of the work.
+
     The N tau-samples are scored in chunks (``lax.map``) of at most ``max_rows``
     (model, input) rows, all with the same models.
     """
     if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {list(ESTIMATORS)}, got {estimator!r}")
-    num_test, tau, input_dim = x.shape
-    chunk = chunk_size(num_test, num_models, tau, max_rows)
+    num_test, rows, input_dim = x.shape  # rows: K distinct inputs per sample, or tau
+    tau = y.shape[1]
+    chunk = chunk_size(num_test, num_models, rows, max_rows)
     num_chunks = -(-num_test // chunk)
     # Pad by repeating real samples (not zeros: a zero input is invalid for some
     # priors, e.g. coins) and drop the padding at the end.
     index = jnp.arange(num_chunks * chunk) % num_test
-    x_chunks = x[index].reshape(num_chunks, chunk, tau, input_dim)
+    x_chunks = x[index].reshape(num_chunks, chunk, rows, input_dim)
     y_chunks = y[index].reshape(num_chunks, chunk, tau)
+    # None (an empty pytree) when the rows are the tau positions themselves.
+    pick_chunks = None if pick is None else pick[index].reshape(num_chunks, chunk, tau)
     k_models, k_planes = jax.random.split(key)
 
-    def chunk_logits(x_chunk: jax.Array) -> jax.Array:
-        logits = models(k_models, x_chunk.reshape(chunk * tau, input_dim))
-        return logits.reshape(logits.shape[0], chunk, tau, logits.shape[-1])
+    def chunk_logits(x_chunk: jax.Array, pick_chunk: jax.Array) -> jax.Array:
+        logits = models(k_models, x_chunk.reshape(chunk * rows, input_dim))
+        logits = logits.reshape(logits.shape[0], chunk, rows, logits.shape[-1])
+        if pick_chunk is None:
+            return logits  # [M, B, tau, C]
+        return jnp.take_along_axis(logits, pick_chunk[None, :, :, None], axis=2)
 
     if estimator == "mixture":
 
         def score(xs):
-            x_chunk, y_chunk = xs
-            return _mixture(chunk_logits(x_chunk), y_chunk)
+            x_chunk, y_chunk, pick_chunk = xs
+            return _mixture(chunk_logits(x_chunk, pick_chunk), y_chunk)
 
-        out = jax.lax.map(score, (x_chunks, y_chunks))
+        out = jax.lax.map(score, (x_chunks, y_chunks, pick_chunks))
     else:
         k_a, k_b = jax.random.split(k_planes)
         width = tau * jax.eval_shape(models, k_models, x[0]).shape[-1]
@@ -155,8 +167,9 @@ def agent_log_likelihoods(
         offsets = offsets.reshape(num_chunks, chunk, num_hyperplanes)
 
         def score(xs):
-            x_chunk, y_chunk, p_chunk, o_chunk = xs
-            return _partition(chunk_logits(x_chunk), y_chunk, p_chunk, o_chunk, probit_clip)
+            x_chunk, y_chunk, pick_chunk, p_chunk, o_chunk = xs
+            logits = chunk_logits(x_chunk, pick_chunk)
+            return _partition(logits, y_chunk, p_chunk, o_chunk, probit_clip)
 
-        out = jax.lax.map(score, (x_chunks, y_chunks, planes, offsets))
+        out = jax.lax.map(score, (x_chunks, y_chunks, pick_chunks, planes, offsets))
     return out.reshape(-1)[:num_test]

@@ -1,21 +1,39 @@
-"""Executors: run a grid's unfinished cells in-process or as Ray tasks.
+"""Executors: run a grid's unfinished cells in-process, in local worker processes or
+as Ray tasks.
 
 :func:`run_cells` skips finished cells, computes the others with a caller-supplied
-``compute_fn(cell) -> DataFrame`` (in-process, or as Ray tasks), writes each one to
-the store as soon as it finishes and returns the rows of all requested cells in
-cell order.
+``compute_fn(cell) -> DataFrame`` (in-process, in ``workers`` spawned processes, or
+as Ray tasks), writes each one to the store as soon as it finishes and returns the
+rows of all requested cells in cell order.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
+from decision_bench._src import worker as worker_module
+from decision_bench._src.worker import read_message, write_message
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.store import ResultsStore
 
 RAY_INSTALL_HINT = "pip install 'decision-bench[ray]'"
+EXECUTORS = ("local", "ray")
+# JAX settings a worker process copies from its parent, so that it reads and writes
+# the same persistent compilation cache (see decision_bench._src.compile_cache).
+_INHERITED_JAX_SETTINGS = (
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_persistent_cache_min_entry_size_bytes",
+    "jax_enable_x64",
+)
 
 
 def run_cells(
@@ -25,6 +43,7 @@ def run_cells(
     executor: str = "local",
     address: str | None = None,
     progress: bool = True,
+    workers: int = 1,
 ) -> pd.DataFrame:
     """Computes every cell not yet in `store`, writing each as it finishes.
 
@@ -41,6 +60,11 @@ def run_cells(
       address: Ray cluster address (e.g. "auto" or "ray://host:10001"); only for
         executor="ray". None starts a local instance unless Ray is already up.
       progress: show a tqdm bar (cells done / total, rate and time left).
+      workers: with executor="local", how many cells run at once: 1 computes them in
+        this process; N > 1 starts N worker processes (spawned, each with its own
+        JAX, sharing this process's persistent compilation cache) and needs a
+        compute_fn that pickles with the standard pickle. Every cell is computed
+        from its own keys, so the rows do not depend on the number of workers.
 
     Returns:
       The rows of all `cells`, in cell order (the order does not depend on the
@@ -57,8 +81,12 @@ def run_cells(
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ValueError(f"cells contain duplicates: {duplicates[:5]}")
-    if executor not in ("local", "ray"):
-        raise ValueError(f"executor must be one of ['local', 'ray'], got {executor!r}")
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {list(EXECUTORS)}, got {executor!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    if workers > 1 and executor != "local":
+        raise ValueError(f"workers is only used with executor='local', got workers={workers}")
     if address is not None and executor != "ray":
         raise ValueError(f"address is only used with executor='ray', got address={address!r}")
     if not callable(compute_fn):
@@ -68,13 +96,25 @@ def run_cells(
     bar = _progress_bar(total=len(cells), initial=len(cells) - len(todo), enabled=progress)
     try:
         if todo:
-            if executor == "local":
+            if executor == "local" and (workers == 1 or len(todo) == 1):
                 _run_local(todo, compute_fn, store, bar)
+            elif executor == "local":
+                _run_processes(todo, compute_fn, store, bar, min(workers, len(todo)))
             else:
                 _run_ray(todo, compute_fn, store, bar, address)
     finally:
         bar.close()
     return store.load(cells)
+
+
+def default_workers(limit: int = 4) -> int:
+    """Worker processes for a local run: the cores this process may use, at most
+    ``limit`` (each worker's XLA also spreads its larger operations over threads)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, limit))
 
 
 def _progress_bar(total: int, initial: int, enabled: bool):
@@ -90,6 +130,91 @@ def _run_local(todo, compute_fn, store, bar) -> None:
         bar.set_postfix_str(cell.id[:40], refresh=False)
         store.write(cell, compute_fn(cell))
         bar.update(1)
+
+
+def _jax_settings() -> dict[str, Any]:
+    import jax  # noqa: PLC0415 - only the process-pool path needs it here
+
+    return {name: getattr(jax.config, name) for name in _INHERITED_JAX_SETTINGS}
+
+
+def _run_processes(todo, compute_fn, store, bar, workers: int) -> None:
+    try:
+        payload = pickle.dumps(compute_fn)
+    except Exception as err:  # pickling raises several types, all with the same meaning here
+        raise ValueError(
+            f"compute_fn must pickle (standard pickle) to run with workers > 1: {err}"
+        ) from err
+    jobs = iter(enumerate(todo))
+    jobs_lock = threading.Lock()
+    results: queue.Queue = queue.Queue()
+    pool = [_WorkerProcess(_jax_settings()) for _ in range(workers)]
+
+    def feed(worker: "_WorkerProcess") -> None:
+        # One thread per worker: hand it the next cell whenever it is free.
+        try:
+            while True:
+                with jobs_lock:
+                    job = next(jobs, None)
+                if job is None:
+                    return
+                index, cell = job
+                results.put((index, worker.compute(payload, cell)))
+        except BaseException as err:  # noqa: BLE001 - carried to the main thread
+            results.put((None, err))
+
+    threads = [threading.Thread(target=feed, args=(w,), daemon=True) for w in pool]
+    try:
+        for thread in threads:
+            thread.start()
+        for _ in todo:
+            index, outcome = results.get()
+            if index is None:
+                raise outcome
+            store.write(todo[index], outcome)
+            bar.update(1)
+    finally:
+        # On an error or an interrupt the cells already written stay; the rest stop.
+        for worker in pool:
+            worker.stop()
+
+
+class _WorkerProcess:
+    """One worker: a fresh interpreter running decision_bench/_src/worker.py.
+
+    Jobs and results travel as length-prefixed pickles over the worker's stdin and
+    stdout (its own prints go to stderr). It runs in a session of its own, so a
+    Ctrl-C at the terminal reaches only the parent, which stops it; on Linux it
+    also ends when the parent dies (kill -9 included).
+    """
+
+    def __init__(self, settings: dict[str, Any]):
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", worker_module.__file__, str(os.getpid())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
+        # The parent's import path too, so compute_fn unpickles in the worker as it
+        # would here (multiprocessing's spawn does the same).
+        write_message(self.process.stdin, (list(sys.path), settings))
+
+    def compute(self, payload: bytes, cell: Cell) -> pd.DataFrame:
+        write_message(self.process.stdin, (payload, cell))
+        ok, value = read_message(self.process.stdout)
+        if not ok:
+            raise value
+        return value
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:  # a broken pipe to a killed worker
+                pass
 
 
 def _import_ray():

@@ -153,3 +153,21 @@ def test_fit_and_evaluation_streams_never_reuse_the_data_keys():
     children = [jax.random.fold_in(k, i) for k in purpose[:2] for i in range(4)]
     seen = {np.asarray(jax.random.key_data(k)).tobytes() for k in purpose + children}
     assert len(seen) == len(purpose) + len(children)
+
+
+@pytest.mark.parametrize("kappa", [None, 2, 10])
+def test_polyadic_test_is_the_same_draw_as_sample_test(kappa):
+    """sample_polyadic_test keeps the design (distinct inputs, positions) of the
+    tau-sample that sample_test returns for the same key."""
+    from decision_bench.envs.testbed import sample_polyadic_test, sample_test
+
+    prior = MLPPrior(input_dim=2, temperature=0.1)
+    params = prior.init(jax.random.key(0))
+    key = jax.random.key(7)
+    design = sample_polyadic_test(key, prior, params, 10, kappa)
+    plain = sample_test(key, prior, params, 10, kappa)
+    assert design.inputs.shape == (10 if kappa is None else kappa, 2)
+    np.testing.assert_array_equal(np.asarray(design.inputs[design.pick]), np.asarray(plain.x))
+    np.testing.assert_array_equal(np.asarray(design.y), np.asarray(plain.y))
+    if kappa is None:
+        np.testing.assert_array_equal(np.asarray(design.pick), np.arange(10))

@@ -408,3 +408,52 @@ def test_validation_errors_name_the_parameter():
         estimate_nll(sampler, jnp.zeros((4, 3, 2)), jnp.zeros((4, 2), jnp.int32), key)
     with pytest.raises(ValueError, match="num_bins"):
         evaluate_classification(sampler, problem, key, num_bins=0)
+
+
+# ---------------------------------------------------------------- polyadic designs
+
+
+@pytest.mark.parametrize("estimator", ["mixture", "partition"])
+def test_dyadic_scoring_on_anchors_equals_scoring_every_position(estimator):
+    """With kappa = 2 anchors the models run on 2 inputs per tau-sample and their
+    logits are gathered by position: the same log-likelihoods as running them on
+    all tau = 10 positions."""
+    from decision_bench.envs.testbed import sample_polyadic_test
+    from decision_bench.evaluation.likelihood import agent_log_likelihoods
+
+    problem = make_testbed_problem("mlp", 2, 10, 0.1, tau=10, kappa=2, seed=21)
+    prior = problem.prior
+    keys = jax.random.split(jax.random.key(3), 40)
+    tests = jax.vmap(lambda k: sample_polyadic_test(k, prior, problem.env_params, 10, 2))(keys)
+    assert tests.inputs.shape == (40, 2, 2) and tests.pick.shape == (40, 10)
+    rows_seen = []
+
+    def models(key, x):
+        rows_seen.append(x.shape[0])
+        return jax.vmap(lambda k: prior.logits(prior.init(k), x))(jax.random.split(key, 30))
+
+    full_x = jax.vmap(lambda t: t.inputs[t.pick])(tests)
+    common = dict(num_models=30, estimator=estimator, max_rows=10**7)
+    on_anchors = agent_log_likelihoods(models, jax.random.key(4), tests.inputs, tests.y, pick=tests.pick, **common)
+    on_positions = agent_log_likelihoods(models, jax.random.key(4), full_x, tests.y, **common)
+    assert 40 * 2 in rows_seen and 40 * 10 in rows_seen
+    np.testing.assert_allclose(np.asarray(on_anchors), np.asarray(on_positions), rtol=1e-5, atol=1e-5)
+
+
+def test_dyadic_kl_is_unchanged_by_scoring_on_anchors():
+    """estimate_kl on a dyadic problem agrees with a direct computation over every
+    position of the same tau-samples (the documented key derivation)."""
+    from decision_bench.evaluation.kl import MODEL_TAG
+    from decision_bench.evaluation.likelihood import agent_log_likelihoods
+
+    problem = make_testbed_problem("mlp", 2, 10, 0.1, tau=10, kappa=2, seed=22)
+    prior = problem.prior
+    sampler = lambda key, x: prior.logits(prior.init(key), x)  # noqa: E731
+    result = estimate_kl(sampler, problem, jax.random.key(8), 64, 25)
+    tests = scored_samples(problem, jax.random.key(8), 64)
+    models = lambda key, x: jax.vmap(lambda k: sampler(k, x))(jax.random.split(key, 25))  # noqa: E731
+    agent_ll = agent_log_likelihoods(
+        models, jax.random.fold_in(jax.random.key(8), MODEL_TAG), tests.x, tests.y, num_models=25
+    )
+    np.testing.assert_allclose(result.env_log_likelihood, np.asarray(tests.env_log_likelihood), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result.agent_log_likelihood, np.asarray(agent_ll), rtol=1e-5, atol=1e-5)

@@ -346,3 +346,61 @@ def test_store_round_trips_missing_values_of_nullable_columns(tmp_path):
     assert str(back["kappa"].dtype) == "Int64"
     assert back["kappa"].isna().tolist() == [True, False] and back["kappa"][1] == 2
     assert back["kl"].tolist() == [0.5, 1.5]
+
+
+# ---------------------------------------------------------------- local worker processes
+
+
+def test_worker_processes_produce_the_same_rows_as_one_process_and_resume(tmp_path):
+    cells = _cells()
+    local = run_cells(cells, _compute, ResultsStore(tmp_path / "local"), progress=False)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    compute = _MarkingCompute(marks)
+    store = ResultsStore(tmp_path / "workers")
+    run_cells(cells[:5], _compute, store, progress=False)  # half done beforehand
+    pooled = run_cells(cells, compute, store, progress=False, workers=2)
+    assert compute.calls() == sorted(c.id for c in cells[5:])
+    written = {p.name: p.stat().st_mtime_ns for p in store.directory.iterdir()}
+    again = run_cells(cells, compute, store, progress=False, workers=2)
+    assert compute.calls() == sorted(c.id for c in cells[5:])  # nothing recomputed
+    assert {p.name: p.stat().st_mtime_ns for p in store.directory.iterdir()} == written
+    pd.testing.assert_frame_equal(pooled, local)
+    pd.testing.assert_frame_equal(again, local)
+
+
+class _FailingOn:
+    """compute_fn that raises on one cell (picklable, for worker processes)."""
+
+    def __init__(self, cell_id: str):
+        self.cell_id = cell_id
+
+    def __call__(self, cell):
+        if cell.id == self.cell_id:
+            raise RuntimeError(f"boom on {cell.id}")
+        return _compute(cell)
+
+
+def test_an_error_in_a_worker_reaches_the_caller_and_finished_cells_stay(tmp_path):
+    cells = _cells()
+    store = ResultsStore(tmp_path)
+    with pytest.raises(RuntimeError, match="boom on"):
+        run_cells(cells, _FailingOn(cells[-1].id), store, progress=False, workers=2)
+    assert not store.is_done(cells[-1])
+    # What finished before the error is stored and is not recomputed.
+    done = [c for c in cells if store.is_done(c)]
+    rows = run_cells(cells, _compute, store, progress=False)
+    pd.testing.assert_frame_equal(rows, _expected(cells))
+    assert all(store.is_done(c) for c in done)
+
+
+def test_workers_are_validated_in_one_line(tmp_path):
+    store = ResultsStore(tmp_path)
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match=r"workers must be an integer >= 1, got"):
+            run_cells(_cells(), _compute, store, progress=False, workers=bad)
+    with pytest.raises(ValueError, match=r"workers is only used with executor='local'"):
+        run_cells(_cells(), _compute, store, executor="ray", progress=False, workers=2)
+    with pytest.raises(ValueError, match=r"compute_fn must pickle"):
+        run_cells(_cells(), lambda cell: _compute(cell), store, progress=False, workers=2)
+    assert list(tmp_path.iterdir()) == []
