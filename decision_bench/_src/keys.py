@@ -14,12 +14,18 @@ The key tree of one testbed problem (seed s, input_dim d, num_train T, temperatu
       fold_in(problem, DATA_TAG)  -> training data (inputs, then labels)
       fold_in(problem, FIT_TAG)   -> the agent's fit (init, shuffles, updates)
       fold_in(problem, EVAL_TAG)  -> test tau-samples, model draws, accuracy inputs
+      fold_in(problem, REFERENCE_FIT_TAG) -> a reference agent's fit (runner --reference)
 
         fold_in(eval, DESIGN_TAG) -> fold_in(., i): test design i (evaluation/runner.py)
           fold_in(., TEST_TAG)  -> test tau-samples   (evaluation/kl.py)
           fold_in(., MODEL_TAG) -> model draws
         fold_in(eval, CLASSIFICATION_KEY_TAG) -> accuracy and ECE
           fold_in(., CLASSIFICATION_TAG) -> their test inputs and labels
+        fold_in(eval, FIDELITY_TAG) -> fold_in(., i): fidelity to a reference (evaluation/fidelity.py)
+          fold_in(., TEST_TAG)  -> test inputs
+          fold_in(., MODEL_TAG) -> the agent's model draws
+          fold_in(., REFERENCE_MODEL_TAG) -> the reference's model draws
+          fold_in(., LABEL_TAG) -> sampled label vectors (when not enumerated)
 
 The test design (tau, kappa) does not enter the problem key: the reference shares
 one environment and one training set between tau = 1 and tau = 10 of the same
@@ -43,14 +49,18 @@ ENV_TAG = 0
 DATA_TAG = 1
 FIT_TAG = 2
 EVAL_TAG = 3
+REFERENCE_FIT_TAG = 4
 
 # Under the evaluation key of a testbed problem.
 DESIGN_TAG = 0
 CLASSIFICATION_KEY_TAG = 1
+FIDELITY_TAG = 2
 # Under one design's (or one estimate's) key.
 TEST_TAG = 0
 MODEL_TAG = 1
 CLASSIFICATION_TAG = 2
+REFERENCE_MODEL_TAG = 3
+LABEL_TAG = 4
 
 # The bandit's agent stream and its purposes.
 BANDIT_AGENT_TAG = 1001

@@ -9,6 +9,7 @@ from decision_bench.agents.base import Agent, Batch, params_are_finite
 from decision_bench.agents.baselines import LogisticConfig, PriorConfig, UniformConfig
 from decision_bench.agents.bbb import BBBConfig
 from decision_bench.agents.beta_bernoulli import BetaBernoulliConfig
+from decision_bench.agents.deep_kernel import DeepKernelConfig
 from decision_bench.agents.dropout import DropoutConfig
 from decision_bench.agents.ensemble import EnsembleConfig, EnsemblePlusConfig
 from decision_bench.agents.epinet import EpinetConfig
@@ -21,7 +22,9 @@ from decision_bench.agents.hmc import (
     hmc_posterior,
 )
 from decision_bench.agents.hypermodel import HypermodelConfig
+from decision_bench.agents.knn import KNNConfig
 from decision_bench.agents.mlp import MLPConfig
+from decision_bench.agents.random_forest import RandomForestConfig
 from decision_bench.agents.registry import config, hyperparameters, make, names
 from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
 from decision_bench.agents.sgmcmc import SGMCMCConfig, SGMCMCQuickConfig
@@ -71,4 +74,7 @@ __all__ = [
     "SGMCMCConfig",
     "SGMCMCQuickConfig",
     "HMCConfig",
+    "KNNConfig",
+    "RandomForestConfig",
+    "DeepKernelConfig",
 ]

@@ -23,6 +23,7 @@ from decision_bench.agents.baselines import (
 )
 from decision_bench.agents.bbb import BBBConfig, make_bbb
 from decision_bench.agents.beta_bernoulli import BetaBernoulliConfig, make_beta_bernoulli
+from decision_bench.agents.deep_kernel import DeepKernelConfig, make_deep_kernel
 from decision_bench.agents.dropout import DropoutConfig, make_dropout
 from decision_bench.agents.ensemble import (
     EnsembleConfig,
@@ -33,7 +34,9 @@ from decision_bench.agents.ensemble import (
 from decision_bench.agents.epinet import EpinetConfig, make_epinet
 from decision_bench.agents.hmc import HMCConfig, make_hmc
 from decision_bench.agents.hypermodel import HypermodelConfig, make_hypermodel
+from decision_bench.agents.knn import KNNConfig, make_knn
 from decision_bench.agents.mlp import MLPConfig, make_mlp
+from decision_bench.agents.random_forest import RandomForestConfig, make_random_forest
 from decision_bench.agents.sgmcmc import SGMCMCConfig, SGMCMCQuickConfig, make_sgmcmc
 from decision_bench.specs import ProblemSpec
 
@@ -55,6 +58,11 @@ _AGENTS = {
     "hmc": (HMCConfig, make_hmc),
     # exact conjugate posterior for one-hot (bag-of-coins) inputs only
     "beta_bernoulli": (BetaBernoulliConfig, make_beta_bernoulli),
+    # paper 000 App. C.8-C.9 baselines: no index (knn, random_forest) and a GP head
+    "knn": (KNNConfig, make_knn),
+    # grown by scikit-learn (the `data` extra) through jax.pure_callback
+    "random_forest": (RandomForestConfig, make_random_forest),
+    "deep_kernel": (DeepKernelConfig, make_deep_kernel),
 }
 
 

@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 FORMATS = ("png", "pdf")
+FLOOR_AGENT = "hmc"  # whose d_KL^10 Fig. 2 draws as a floor when present
 
 
 def _new_figure(width: float, height: float, ncols: int = 1):
@@ -124,6 +125,11 @@ def plot_normalised_kl(testbed: pd.DataFrame, directory: Path, stem: str = "fig2
             label=METRIC_LABELS[metric],
         )
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    # The HMC floor: exact inference on the generative model (analysis/fidelity.py), when hmc ran.
+    floor = table[(table["agent"] == FLOOR_AGENT) & (table["metric"] == "dkl_10")]["normalised"]
+    if len(floor) and np.isfinite(floor.iloc[0]):
+        ax.axhline(float(floor.iloc[0]), color="gray", linewidth=0.9, linestyle=":",
+                   label=f"{FLOOR_AGENT} floor ({METRIC_LABELS['dkl_10']})")
     ax.set_xticks(x, agents, rotation=30, ha="right")
     ax.set_ylabel("d_KL / d_KL(mlp)")
     ax.set_title("Marginal (tau=1) and joint (tau=10) d_KL, mlp = 1", fontsize=10)

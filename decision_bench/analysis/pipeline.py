@@ -14,6 +14,15 @@ Outputs:
   DIR/table2.csv        per-agent testbed averages beside paper 000's Table 2
   DIR/fig*.png|pdf      Figs. 2, 5, 7, 8, 9 of paper 000, and fig10 (agent level)
   DIR/report.md         the conclusions in numbers
+  DIR/robustness_*, DIR/regret_by_dimension.csv, fig16/fig17 when the results
+                        hold several generative families or bandit input
+                        dimensions (decision_bench.analysis.robustness_outputs);
+                        the headline analysis then uses one slice of them, the
+                        default family relu (50, 50) at its smallest bandit
+                        dimension, and report.md says so
+  DIR/fidelity.csv, fidelity_correlations.csv, fig_fidelity_vs_dkl10 when
+                        testbed.csv has the columns of `testbed --reference`
+                        (decision_bench.analysis.fidelity)
 All outputs are written to a hidden folder in DIR first and moved into place
 only when every one is complete (report.md last): a failure part way leaves the
 previous outputs as they were.
@@ -47,6 +56,7 @@ import pandas as pd
 
 from decision_bench._src.files import atomic_write_text, check_output_dir
 from decision_bench.analysis.correlation import MIN_POINTS, CorrelationResult, correlate
+from decision_bench.analysis.fidelity import fidelity_outputs
 from decision_bench.analysis.figures import all_figures, normalised_kl_table
 from decision_bench.analysis.inputs import read_bandit, read_testbed
 from decision_bench.analysis.join import (
@@ -57,6 +67,13 @@ from decision_bench.analysis.join import (
     relative_points,
 )
 from decision_bench.analysis.outputs import staged_outputs
+from decision_bench.analysis.robustness_outputs import (
+    RobustnessOutputs,
+    main_slice,
+    needs_robustness,
+    render_robustness,
+    robustness_outputs,
+)
 from decision_bench.analysis.tables import TABLE2_METRICS, table2_side_by_side
 
 __all__ = [
@@ -104,6 +121,7 @@ class AnalysisResult:
     report: Path
     agents: pd.DataFrame | None = None  # metric, agent, kl, regret, num_testbed_rows, num_bandit_seeds
     levels: dict | None = None  # {level: {metric: CorrelationResult}}
+    robustness: RobustnessOutputs | None = None  # several families or bandit dimensions only
 
 
 def _correlate_level(
@@ -315,18 +333,28 @@ def render_report(
     seed: int,
     notes: Sequence[str] = (),
     agents: pd.DataFrame | None = None,
+    scope: str | None = None,
+    sections: Sequence[str] = (),
 ) -> str:
     """The markdown report: verdicts in numbers per level, per-agent averages, data notes, figures.
 
     `results` is {level: {metric: CorrelationResult}} (from correlation_levels), or
     {metric: CorrelationResult} for the agent_seed level alone. `agents` is the
     agent-level table (agent_level_points); without it the per-agent table averages
-    `joined`.
+    `joined`. `scope` names the slice the headline used when the results hold
+    several families or bandit dimensions; `sections` are further markdown lines
+    (the robustness section), placed before the data notes.
     """
     if results and all(isinstance(r, CorrelationResult) for r in results.values()):
         results = {"agent_seed": results}
     levels = {level: results[level] for level in LEVELS if results.get(level)}
     lines = ["# Does joint prediction quality predict regret?", "", headline(levels), ""]
+    if scope:
+        lines += [
+            f"The results hold several generative families or bandit input dimensions; the headline and the "
+            f"sections up to the robustness section use one slice: {scope}.",
+            "",
+        ]
     lines.append(
         "The papers' hypothesis is a positive correlation: agents with higher testbed d_KL (worse predictions) "
         "have higher bandit regret. A correlation is called significantly positive or significantly negative "
@@ -398,6 +426,7 @@ def render_report(
     if not normalised.empty:
         pivot = normalised.pivot_table(index="agent", columns="metric", values="normalised").reset_index()
         lines += ["## d_KL normalised to mlp (Fig. 2)", "", _markdown_table(pivot), ""]
+    lines += list(sections)
     if notes:
         lines += ["## Data notes", ""] + [f"- {note}" for note in dict.fromkeys(notes)] + [""]
     if figures:
@@ -443,8 +472,11 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RuntimeWarning)
-                testbed = drop_nonfinite_kl(testbed_rows)
-                joined = relative_points(join_regret(testbed, bandit))
+                all_testbed = drop_nonfinite_kl(testbed_rows)
+                testbed, main_bandit, scope = all_testbed, bandit, None
+                if needs_robustness(all_testbed, bandit):
+                    testbed, main_bandit, scope = main_slice(all_testbed, bandit)
+                joined = relative_points(join_regret(testbed, main_bandit))
                 agents = agent_level_points(testbed, joined)
                 table, levels = correlation_levels(joined, agents, num_resamples, int(seed))
                 tables = {
@@ -455,14 +487,27 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
                 }
                 for name, frame in tables.items():
                     atomic_write_text(stage / name, frame.to_csv(index=False))
-                staged = all_figures(testbed, bandit, joined, levels["agent_seed"], stage, agents, levels["agent"])
+                staged = all_figures(testbed, main_bandit, joined, levels["agent_seed"], stage, agents, levels["agent"])
+                robust = None
+                if scope is not None:
+                    robust = robustness_outputs(all_testbed, bandit, stage, int(num_resamples), int(seed))
+                    staged += list(robust.figures)
+                # testbed --reference: distance to the reference posterior (analysis/fidelity.py);
+                # writes nothing and adds no section without the fidelity columns.
+                fidelity = fidelity_outputs(testbed, stage, int(num_resamples), int(seed))
+                staged += list(fidelity.figures)
         finally:
             # Re-issued even when an error follows: the warnings often explain it.
             for record in caught:
                 warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
         notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
+        notes += list(robust.notes) if robust is not None else []
         figures = [directory / path.name for path in staged]  # where they are once moved
-        text = render_report(levels, joined, testbed, figures, int(num_resamples), int(seed), notes, agents)
+        sections = render_robustness(robust) if robust is not None else ()
+        text = render_report(
+            levels, joined, testbed, figures, int(num_resamples), int(seed), notes, agents, scope, sections
+        )
+        text += ("\n" + fidelity.report) if fidelity.report else ""
         atomic_write_text(stage / "report.md", text)
     return AnalysisResult(
         correlations=table,
@@ -471,4 +516,5 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
         report=directory / "report.md",
         agents=agents,
         levels=levels,
+        robustness=robust,
     )

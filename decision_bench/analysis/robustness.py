@@ -551,11 +551,15 @@ def regret_kl_correlation_by_dimension(
     num_resamples: int = 1000,
     seed: int = 0,
     level: float = 0.90,
+    match_dimension: bool = True,
 ) -> pd.DataFrame:
     """Correlation of bandit final regret with testbed d_KL, per bandit input dimension.
 
-    For each input_dim d of the bandit table, both tables are restricted to
-    input_dim == d and joined as in decision_bench.analysis.join:
+    For each input_dim d of the bandit table, the bandit table is restricted to
+    input_dim == d, and so is the testbed table with match_dimension=True (the
+    default); with match_dimension=False every bandit dimension is correlated with
+    all testbed rows, as paper 000's Figs. 16-17 set its one 2-D testbed against
+    bandits of d = 2, 10 and 50. The two are joined as in decision_bench.analysis.join:
       points="agent" (default): one point per agent, its mean testbed d_KL over
         seeds and problems and its mean final regret over bandit seeds
         (join.agent_level_points); the bootstrap resamples agents.
@@ -578,6 +582,7 @@ def regret_kl_correlation_by_dimension(
         so adding a dimension or metric does not change the other rows.
       level: interval coverage; the default 0.90 is the paper's 5th-95th
         percentile interval of Figs. 8, 9, 16, 17.
+      match_dimension: see above.
 
     Returns:
       DataFrame with columns BY_DIMENSION_COLUMNS: input_dim, metric,
@@ -591,7 +596,7 @@ def regret_kl_correlation_by_dimension(
       metric or points, bad num_resamples or level, no shared dimension, or a
       (dimension, metric) with fewer than 3 points.
     """
-    _require(testbed, (*TESTBED_REQUIRED, "input_dim"), "testbed")
+    _require(testbed, (*TESTBED_REQUIRED, *(("input_dim",) if match_dimension else ())), "testbed")
     _require(bandit, (*BANDIT_REQUIRED, "input_dim"), "bandit")
     _single_model(testbed, "testbed")
     _single_model(bandit, "bandit")
@@ -605,12 +610,12 @@ def regret_kl_correlation_by_dimension(
     percentiles = (100.0 * (1 - level) / 2, 100.0 * (1 + level) / 2)
 
     testbed = drop_nonfinite_kl(testbed)  # once here, so the warning is not repeated per dimension
-    tb_dim = pd.to_numeric(testbed["input_dim"], errors="coerce")
+    tb_dim = pd.to_numeric(testbed["input_dim"], errors="coerce") if match_dimension else None
     bd_dim = pd.to_numeric(bandit["input_dim"], errors="coerce")
     dims = sorted(bd_dim.dropna().unique().tolist())
     records = []
     for dim in dims:
-        tb, bd = testbed[tb_dim == dim], bandit[bd_dim == dim]
+        tb, bd = (testbed[tb_dim == dim] if match_dimension else testbed), bandit[bd_dim == dim]
         if tb.empty:
             warnings.warn(f"input_dim {dim:g}: no testbed rows; left out", RuntimeWarning, stacklevel=2)
             continue

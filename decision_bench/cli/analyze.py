@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 
+import pandas as pd
+
 from decision_bench._src.console import HelpFormatter, print_error
 from decision_bench.analysis.pipeline import analyze
 
-__all__ = ["register", "run"]
+__all__ = ["print_robustness", "register", "run"]
 
 
 def _nonnegative_int(text: str) -> int:
@@ -36,7 +38,10 @@ def register(subparsers) -> argparse.ArgumentParser:
         description=(
             "Reads DIR/testbed.csv and DIR/bandit.csv and writes DIR/correlations.csv, "
             "DIR/joined.csv, the figures (PNG and PDF) and DIR/report.md. Both files are checked "
-            "before anything is written; see the README for their required columns."
+            "before anything is written; see the README for their required columns. Results of several "
+            "generative families (columns activation, hidden_sizes) or bandit input dimensions also get "
+            "DIR/robustness_summary.csv, DIR/robustness_matrices.csv, heat maps, DIR/regret_by_dimension.csv "
+            "and a robustness section in the report."
         ),
         formatter_class=HelpFormatter,
     )
@@ -47,6 +52,22 @@ def register(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="bootstrap seed")
     parser.set_defaults(func=run)
     return parser
+
+
+def print_robustness(result) -> None:
+    """The robustness lines (mean off-diagonal correlation per group, metric, method), if any."""
+    robust = getattr(result, "robustness", None)
+    if robust is None or robust.summary.empty:
+        return
+    cols = ["group", "metric", "method", "mean", "mean_low", "mean_high", "num_models", "num_agents"]
+    print("\nrobustness across generative models (mean off-diagonal correlation, 90% interval):")
+    with pd.option_context("display.float_format", "{:.2f}".format, "display.width", 120):
+        print(robust.summary[cols].to_string(index=False))
+    if not robust.by_dimension.empty:
+        print("\nregret vs d_KL by bandit input dimension (agent points):")
+        by_dim = robust.by_dimension[["input_dim", "metric", "pearson_log", "pearson_ci_low", "pearson_ci_high", "spearman", "n"]]
+        with pd.option_context("display.float_format", "{:.2f}".format, "display.width", 120):
+            print(by_dim.to_string(index=False))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         print_error(str(err))
         return 2
     print(result.correlations.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print_robustness(result)
     print(f"report: {result.report}")
     for path in result.figures:
         print(f"figure: {path}")

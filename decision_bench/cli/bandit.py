@@ -55,6 +55,15 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--input-dim", type=int, help="input dimension d (neural bandits; None: the environment's default)")
     p.add_argument("--num-actions", type=int, help="actions (None: 20 d; 10 for Bernoulli)")
     p.add_argument("--temperature", type=float, help="the prior's beta (neural bandits; None: the environment's default)")
+    p.add_argument(
+        "--activation",
+        help="neural bandits: the reward network's activation (relu, tanh, swish, sigmoid, selu, leaky_relu, "
+        "gelu; None: relu)",
+    )
+    p.add_argument(
+        "--hidden-sizes",
+        help="neural bandits: the reward network's hidden widths, comma-separated, e.g. 10,10 (None: 50,50)",
+    )
     p.add_argument("--steps", type=int, default=10_000, help="time steps per seed")
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..n-1, run together")
     p.add_argument("--policy", default="thompson", help="thompson, greedy or uniform")
@@ -87,6 +96,18 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+def _hidden_sizes(text: str | None) -> tuple[int, ...] | None:
+    """"10,10" -> (10, 10); a width that is not a whole number is a one-line error."""
+    if text is None:
+        return None
+    try:
+        return tuple(int(w) for w in text.split(","))
+    except ValueError:
+        raise ValueError(
+            f"--hidden-sizes must be positive integers separated by commas, e.g. 50,50; got {text!r}"
+        ) from None
+
+
 def _env_kwargs(args: argparse.Namespace) -> dict:
     """Only the options given, so each environment's own defaults apply otherwise."""
     given = {
@@ -94,8 +115,20 @@ def _env_kwargs(args: argparse.Namespace) -> dict:
         "num_actions": args.num_actions,
         "temperature": args.temperature,
         "dataset": getattr(args, "dataset", None),
+        "activation": getattr(args, "activation", None),
+        "hidden_sizes": _hidden_sizes(getattr(args, "hidden_sizes", None)),
     }
     return {k: v for k, v in given.items() if v is not None}
+
+
+def _family_columns(df: pd.DataFrame, env_kwargs: dict) -> pd.DataFrame:
+    """Neural bandits' rows get the reward network's family (as reproduce's bandit.csv does)."""
+    if not {"activation", "hidden_sizes"} & set(env_kwargs) or "temperature" not in df.columns:
+        return df
+    position = df.columns.get_loc("temperature") + 1
+    df.insert(position, "activation", env_kwargs.get("activation", "relu"))
+    df.insert(position + 1, "hidden_sizes", "-".join(str(w) for w in env_kwargs.get("hidden_sizes", (50, 50))))
+    return df
 
 
 def _safe_name(name: str) -> str:
@@ -108,13 +141,18 @@ def run_command(args: argparse.Namespace) -> int:
     if not agents:
         print_error("--agents must name at least one agent")
         return 2
+    try:
+        env_kwargs = _env_kwargs(args)
+    except ValueError as error:
+        print_error(str(error))
+        return 2
     run_kwargs = dict(
         policy=args.policy,
         steps_per_obs=args.steps_per_obs,
         batch_size=args.batch_size,
         replay_capacity=args.replay_capacity,
         learning_rate=args.learning_rate,
-        env_kwargs=_env_kwargs(args),
+        env_kwargs=env_kwargs,
     )
     agent_kwargs = (
         {"regularization": args.regularization} if getattr(args, "regularization", None) else None
@@ -145,7 +183,7 @@ def run_command(args: argparse.Namespace) -> int:
     except ValueError as error:
         print_error(str(error))
         return 2
-    df = pd.concat(frames, ignore_index=True)
+    df = _family_columns(pd.concat(frames, ignore_index=True), env_kwargs)
     if getattr(args, "dataset", None) is not None:
         # run_bandit's rows name the env id only; keep which data set was played.
         df.insert(df.columns.get_loc("env") + 1, "dataset", args.dataset)

@@ -22,6 +22,8 @@ from decision_bench._src.files import check_output_dir
 from decision_bench._src.validation import check_int
 from decision_bench.analysis import analyze
 from decision_bench.analysis.pipeline import headline
+from decision_bench.cli.analyze import print_robustness
+from decision_bench.experiments.executors import default_workers
 from decision_bench.experiments.presets import PRESET_NAMES, PRESET_SCOPE, Preset
 from decision_bench.experiments.reproduce import check_agents, run_preset
 
@@ -35,14 +37,16 @@ def reproduce(
     address: str | None = None,
     num_resamples: int = 1000,
     progress: bool = True,
+    workers: int = 1,
 ):
     """Runs (or resumes) a reproduction: the preset's cells, then the analysis; returns
     the analysis result (``decision_bench.analysis.analyze``).
 
     agents: registered names to run instead of the preset's; agent_files: user
-    agent files (``experiments.reproduce.load_agent_file``), run next to them.
+    agent files (``experiments.reproduce.load_agent_file``), run next to them;
+    workers: local worker processes (the results do not depend on it).
     """
-    run_preset(preset, out, agents, agent_files, executor, address, progress)
+    run_preset(preset, out, agents, agent_files, executor, address, progress, workers=workers)
     return analyze(out, num_resamples=num_resamples, seed=0)
 
 
@@ -56,6 +60,7 @@ def _print_summary(out: Path, result, preset: str | None = None) -> None:
         print(corr[cols].to_string(index=False))
     if result.levels:
         print("\n" + headline(result.levels).replace("**", ""))
+    print_robustness(result)
     if preset in PRESET_SCOPE:
         print(PRESET_SCOPE[preset])
     print(f"\nreport: {result.report}")
@@ -72,7 +77,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         if name == "reproduce":
             p.add_argument("--preset", default="demo", choices=PRESET_NAMES,
                            help="demo: < 5 min on 2 cores; quick: < 30 min; standard: the papers' headline "
-                           "at laptop size (<= 60 min); paper: the papers' full setting")
+                           "at laptop size (<= 60 min); paper: the papers' full setting; robustness: paper 000 "
+                           "Sec. 6 and Figs. 16-17 across generative models and bandit dimensions (cluster-sized); "
+                           "robustness-quick: a slice of it, < 45 min on 2 cores")
         p.add_argument("--out", default=f"runs/{name}", help="run directory (re-run to resume)")
         p.add_argument("--agents", default=None,
                        help="comma-separated registered agents instead of the preset's")
@@ -80,16 +87,36 @@ def register(subparsers) -> argparse.ArgumentParser:
                        help="a Python file defining make_agent(spec) (and NAME); may repeat")
         p.add_argument("--executor", default="local", choices=("local", "ray"))
         p.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
+        p.add_argument("--workers", default="auto",
+                       help="cells computed at once by local worker processes (with --executor local): "
+                       f"a count >= 1, or auto (the cores available, at most 4; here {default_workers()})")
         p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
         p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
         p.set_defaults(func=_run, preset_name="demo" if name == "demo" else None)
     return p
 
 
+def _workers(value: str, executor: str) -> int:
+    """--workers as a count: "auto" is default_workers() locally and 1 with Ray (Ray
+    places its own tasks)."""
+    if value.strip().lower() == "auto":
+        return default_workers() if executor == "local" else 1
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"workers must be a count >= 1 or 'auto', got {value!r}")
+    if count > 1 and executor != "local":
+        raise ValueError(f"workers is only used with --executor local, got --workers {value}")
+    return count
+
+
 def _run(args: argparse.Namespace) -> int:
     preset = args.preset_name or args.preset
     agents = tuple(a.strip() for a in args.agents.split(",") if a.strip()) if args.agents else None
     check_int("resamples", args.resamples, 1)
+    workers = _workers(args.workers, args.executor)
     if agents:
         check_agents(agents)
     out = check_output_dir(args.out)
@@ -103,6 +130,7 @@ def _run(args: argparse.Namespace) -> int:
         address=args.address,
         num_resamples=args.resamples,
         progress=not args.no_progress,
+        workers=workers,
     )
     _print_summary(out, result, preset if isinstance(preset, str) else None)
     return 0

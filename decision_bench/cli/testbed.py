@@ -23,6 +23,16 @@ files given to --datasets): there is no environment, so the score is the NLL of
 marginal (tau 1) and dyadic joint (tau 10, kappa 2) predictions. It writes
 DIR/realdata.csv (columns as ``run_realdata``) and DIR/realdata.json.
 
+    decision-bench testbed --agents mlp,ensemble+,hmc --sweep quick --reference hmc --out DIR
+
+also fits the reference agent (here hmc: the posterior of the generative model
+itself) on the same environments and data, seed by seed, and adds the columns
+``run_testbed`` documents for a reference (reference, agreement, tv, tv_joint,
+tv_joint_stderr, kl_to_reference, kl_to_reference_stderr, reference_converged,
+fidelity_seconds): each agent's distance to the reference's predictive
+(evaluation/fidelity.py). ``--reference-option NAME=VALUE`` (repeatable)
+overrides the reference's settings, e.g. ``--reference-option num_chains=2``.
+
 Resuming. The work is split into cells (``decision_bench.experiments.cells.Cell``), one per
 agent and setting (input dim, T, beta; for realdata: data set and T) with all
 its seeds, each stored under DIR/cells/ as soon as it is finished (one verified
@@ -56,6 +66,7 @@ from decision_bench._src.validation import check_choice, check_int
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
 from decision_bench.agents.registry import check_inputs_fit
+from decision_bench.agents.registry import config as agent_config
 from decision_bench.data import BUNDLED, load_dataset, make_dataset_problem
 from decision_bench.evaluation.kl import METHODS
 from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
@@ -148,6 +159,20 @@ def register(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--num-test", type=int, default=1000, help="test tau-samples per problem")
     parser.add_argument("--num-models", type=int, default=1000, help="agent draws per estimate")
     parser.add_argument("--method", default="auto", choices=METHODS, help="likelihood estimator")
+    parser.add_argument(
+        "--reference",
+        default=None,
+        metavar="AGENT",
+        help="also score each agent's fidelity to this agent's posterior, fitted on the same "
+        "problems (e.g. hmc); adds columns agreement, tv, tv_joint, kl_to_reference",
+    )
+    parser.add_argument(
+        "--reference-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of the --reference agent (repeatable), e.g. num_chains=2",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=main)
     return parser
@@ -180,6 +205,41 @@ def parse_agents(text: str) -> tuple[str, ...]:
     return listed
 
 
+def _option_value(text: str):
+    """"2" -> 2, "0.5" -> 0.5, "8,8" -> (8, 8), "nuts" -> "nuts"."""
+    if "," in text:
+        return tuple(_option_value(item.strip()) for item in text.split(",") if item.strip())
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_reference(name: str | None, options: Sequence[str]) -> tuple[str | None, dict]:
+    """(reference name or None, its overrides) from --reference and --reference-option;
+    ValueError naming the flag for an unknown agent, a malformed or unknown option."""
+    if name is None:
+        if options:
+            raise ValueError("--reference-option needs --reference (e.g. --reference hmc)")
+        return None, {}
+    name = name.strip()
+    check_choice("--reference", name, agent_registry())
+    check_inputs_fit(name, "the testbed", one_hot=False)
+    overrides = {}
+    for option in options:
+        key, sep, value = str(option).partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"--reference-option must be NAME=VALUE, got {option!r}")
+        overrides[key.strip()] = _option_value(value.strip())
+    try:
+        agent_config(name, **overrides)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"--reference-option: {error}") from None
+    return name, overrides
+
+
 def _seeds(flag_value: int | None, default_count: int) -> tuple[int, ...]:
     """Seeds 0..N-1 for --seeds N (the sweep's default count when not given)."""
     count = default_count if flag_value is None else check_int("--seeds", flag_value, 1)
@@ -193,15 +253,21 @@ def testbed_cells(
     num_test: int,
     num_models: int,
     method: str,
+    reference: str | None = None,
+    reference_options: dict | None = None,
 ) -> tuple[Cell, ...]:
     """One cell per (agent, setting) with all seeds, in ``run_testbed``'s row order.
 
     The cell holds every argument its rows depend on (the setting with its
     activation and hidden sizes, the designs (tau, kappa), num_test, num_models,
     method, the seeds), so its id changes whenever they do. The sweep's name is
-    left out: it does not change a row.
+    left out: it does not change a row. With a reference the cell also holds its
+    name and options (without one the cell, and so its id, is as before).
     """
     designs = tuple((design.tau, design.kappa) for design in sweep.designs)
+    extra = {}
+    if reference is not None:
+        extra = {"reference": reference, "reference_options": tuple(sorted((reference_options or {}).items()))}
     return tuple(
         Cell(
             "testbed",
@@ -217,6 +283,7 @@ def testbed_cells(
                 "num_test": num_test,
                 "num_models": num_models,
                 "method": method,
+                **extra,
             },
             seeds=tuple(seeds),
         )
@@ -241,6 +308,8 @@ def compute_testbed_cell(cell: Cell) -> pd.DataFrame:
     )
     designs = tuple(TestDesign(tau, kappa) for tau, kappa in problem["designs"])
     sweep = Sweep("cell", (setting,), designs, num_seeds=len(cell.seeds))
+    reference = problem.get("reference")
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in problem.get("reference_options", ())}
     return run_testbed(
         cell.agent,
         sweep,
@@ -249,6 +318,8 @@ def compute_testbed_cell(cell: Cell) -> pd.DataFrame:
         num_models=problem["num_models"],
         method=problem["method"],
         progress=False,
+        reference=reference,
+        reference_overrides=options or None,
     )
 
 
@@ -514,13 +585,19 @@ def main(args: argparse.Namespace) -> int:
     check_int("--num-test", args.num_test, 1)
     check_int("--num-models", args.num_models, 1)
     if sweep == REALDATA:
+        if getattr(args, "reference", None) is not None:
+            raise ValueError("--reference needs a testbed sweep (real data has no reference posterior)")
         datasets, seeds, cells = _realdata_plan(args)
         return _main_realdata(args, check_output_dir(args.out), datasets, seeds, cells)
     if isinstance(sweep, str):
         sweep = get_sweep(sweep)
     seeds = _seeds(args.seeds, sweep.num_seeds)
+    reference, reference_options = parse_reference(
+        getattr(args, "reference", None), getattr(args, "reference_option", [])
+    )
     cells = testbed_cells(
-        parse_agents(args.agents), sweep, seeds, args.num_test, args.num_models, args.method
+        parse_agents(args.agents), sweep, seeds, args.num_test, args.num_models, args.method,
+        reference, reference_options,
     )
     out = check_output_dir(args.out)
     frame = run_cells(
@@ -542,6 +619,8 @@ def main(args: argparse.Namespace) -> int:
         "method": args.method,
         "cells": [cell.id for cell in cells],
     }
+    if reference is not None:
+        meta["reference"] = {"agent": reference, "options": reference_options}
     if custom is not None:
         meta["grid"] = _grid_meta(custom)
     atomic_write_text(out / "testbed.json", json.dumps(meta, indent=2) + "\n")
@@ -554,5 +633,17 @@ def main(args: argparse.Namespace) -> int:
     if len(bad):
         print(f"note: {len(bad)} rows had non-finite parameters or per-sample estimates; "
               "see columns params_finite and fraction_finite")
+    if reference is not None:
+        print(f"distance to the reference {reference} (means over settings and seeds):")
+        print(fidelity_summary(frame).round(3).to_string())
     print(f"wrote {out / 'testbed.csv'}")
     return 0
+
+
+def fidelity_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean agreement, tv, tv_joint and kl_to_reference per agent (rows) and design."""
+    design = frame["tau"].astype(str).radd("tau=") + frame["kappa"].map(
+        lambda k: "" if pd.isna(k) else f",kappa={int(k)}"
+    )
+    columns = ["agreement", "tv", "tv_joint", "kl_to_reference"]
+    return frame.assign(design=design).groupby(["agent", "design"], sort=False)[columns].mean()

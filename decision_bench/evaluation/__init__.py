@@ -6,6 +6,8 @@ Public API:
 - ``estimate_nll(sampler, x, y, key, num_models, method) -> NLLResult``
 - ``evaluate_classification(sampler, problem, key, ...) -> ClassificationResult``
   and the array functions ``accuracy``, ``expected_calibration_error``
+- ``posterior_fidelity(key, fitted, reference, problem, ...) -> FidelityResult`` and
+  ``kl_to_reference(...) -> ReferenceKLResult``: distance to a reference posterior
 - ``FittedAgent(agent, state)``: what the estimators take besides plain callables
 - ``run_testbed(agent_names, sweep, seeds, ...) -> pandas.DataFrame``
 - ``get_sweep(name)``, ``SWEEP_NAMES``: the named sweeps (paper2d, highdim,
@@ -14,6 +16,12 @@ Public API:
 - ``custom_sweep(input_dims, num_trains, temperatures, taus, kappa, num_seeds)``: any other grid
 """
 
+from decision_bench.evaluation.fidelity import (
+    FidelityResult,
+    ReferenceKLResult,
+    kl_to_reference,
+    posterior_fidelity,
+)
 from decision_bench.evaluation.kl import (
     METHODS,
     FittedAgent,
@@ -42,10 +50,12 @@ __all__ = [
     "METHODS",
     "SWEEP_NAMES",
     "ClassificationResult",
+    "FidelityResult",
     "FittedAgent",
     "KLResult",
     "NLLResult",
     "NonFiniteEstimateError",
+    "ReferenceKLResult",
     "Sweep",
     "TestbedSetting",
     "accuracy",
@@ -55,5 +65,7 @@ __all__ = [
     "evaluate_classification",
     "expected_calibration_error",
     "get_sweep",
+    "kl_to_reference",
+    "posterior_fidelity",
     "run_testbed",
 ]

@@ -43,12 +43,16 @@ from decision_bench._src.keys import (
     CLASSIFICATION_KEY_TAG,
     DESIGN_TAG,
     EVAL_TAG,
+    FIDELITY_TAG,
     FIT_TAG,
+    REFERENCE_FIT_TAG,
     problem_key,
 )
 from decision_bench._src.validation import check_choice, check_int
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
+from decision_bench.agents import registry as agent_registry
+from decision_bench.agents.hmc import HMCConfig, HMCDiagnostics, diagnostics_pass
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.agents.training import bucket_size
 from decision_bench.envs.testbed import sample_environment
@@ -59,6 +63,12 @@ from decision_bench.evaluation.kl import (
     resolve_method,
     summarize,
     tau_sample_log_likelihoods,
+)
+from decision_bench.evaluation.fidelity import (
+    FidelityConfig,
+    fidelity_per_sample,
+    resolve_label_method,
+    summarize_fidelity,
 )
 from decision_bench.evaluation.likelihood import DEFAULT_MAX_ROWS
 from decision_bench.evaluation.metrics import NUM_BINS, NUM_SAMPLES, classification_metrics
@@ -89,6 +99,24 @@ COLUMNS = (
     "num_models",
     "num_test",
 )
+
+# Appended to COLUMNS when run_testbed is given a reference (see _add_fidelity):
+# the agent's distance to the reference agent's posterior on the same problem.
+FIDELITY_COLUMNS = (
+    "reference",
+    "agreement",
+    "tv",
+    "tv_joint",
+    "tv_joint_stderr",
+    "kl_to_reference",
+    "kl_to_reference_stderr",
+    "reference_converged",
+    "fidelity_seconds",
+)
+# The reference models the environment family itself: these config fields (where
+# its config has them) are taken from the setting unless overridden.
+_MODEL_FIELDS = ("prior", "activation", "hidden_sizes")
+_REFERENCE_CACHE_SIZE = 32
 
 def _agent_factories(
     agent_names: str | Sequence[str] | Mapping[str, Callable[..., Agent] | None],
@@ -233,8 +261,11 @@ def _run_group(
     method: str,
     overrides: Mapping[str, Any],
     max_rows: int,
+    reference: str | None = None,
+    reference_overrides: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Fits one agent on one setting for all seeds (vmapped) and evaluates every design."""
+    """Fits one agent on one setting for all seeds (vmapped) and evaluates every design
+    (and its fidelity to ``reference``'s fit on the same problems, when given)."""
     prior = setting.build_prior()
     is_mlp = setting.prior == "mlp"
     activation = setting.activation if is_mlp else None
@@ -313,7 +344,166 @@ def _run_group(
                     "num_test": num_test,
                 }
             )
+    if reference is not None:
+        _add_fidelity(
+            rows, agent, states, reference, dict(reference_overrides or {}), setting, prior, spec,
+            seeds, env_keys, eval_keys, configs,
+        )
     return rows
+
+
+# ---------------------------------------------------------------- fidelity to a reference
+
+
+def reference_agent(name: str, spec: ProblemSpec, setting: TestbedSetting, overrides: Mapping[str, Any]) -> Agent:
+    """The reference agent ``name`` for a setting: its model fields (prior,
+    activation, hidden_sizes, where its config has them) follow the setting's
+    generative model unless ``overrides`` sets them. ValueError (one line) when
+    it cannot model the setting."""
+    fields = agent_registry.hyperparameters(name)
+    model = {"prior": setting.prior, "activation": setting.activation, "hidden_sizes": tuple(setting.hidden_sizes)}
+    chosen = {f: model[f] for f in _MODEL_FIELDS if f in fields and f not in overrides}
+    try:
+        return make(name, spec, **chosen, **overrides)
+    except ValueError as error:
+        raise ValueError(
+            f"reference {name!r} cannot model the setting (prior={setting.prior!r}, "
+            f"activation={setting.activation!r}, hidden_sizes={tuple(setting.hidden_sizes)}): {error}"
+        ) from None
+
+
+# (name, overrides, setting, seeds) -> (agent, states, converged [S] or None, fit seconds).
+# A reference is fitted once per setting and seeds and shared by every agent scored
+# against it in the process (the testbed command runs one cell per agent and setting).
+_REFERENCE_FITS: dict[tuple, tuple[Agent, Any, np.ndarray | None, float]] = {}
+
+
+def _reference_fit(
+    name: str,
+    overrides: Mapping[str, Any],
+    setting: TestbedSetting,
+    prior: Any,
+    spec: ProblemSpec,
+    seeds: tuple[int, ...],
+    env_keys: jax.Array,
+) -> tuple[Agent, Any, np.ndarray | None, float]:
+    cache_key = (name, tuple(sorted((k, repr(v)) for k, v in overrides.items())), setting, seeds)
+    if cache_key in _REFERENCE_FITS:
+        agent, states, converged, _ = _REFERENCE_FITS[cache_key]
+        return agent, states, converged, 0.0
+    agent = reference_agent(name, spec, setting, overrides)
+    fit_keys = jax.vmap(lambda k: jax.random.fold_in(k, REFERENCE_FIT_TAG))(env_keys)
+    start = time.perf_counter()
+    # The same environment keys as the agent's fit: the same environments and data.
+    _, states = jax.block_until_ready(
+        _fit_seeds(agent, prior, env_keys, fit_keys, jnp.int32(setting.num_train),
+                   num_rows=bucket_size(setting.num_train))
+    )
+    seconds = time.perf_counter() - start
+    converged = None
+    diagnostics = getattr(states, "diagnostics", None)
+    if isinstance(diagnostics, HMCDiagnostics):
+        config = agent_registry.config(name, **overrides)
+        transitions = config.num_samples * config.thinning if isinstance(config, HMCConfig) else None
+        converged = np.asarray(diagnostics_pass(diagnostics, num_transitions=transitions))
+    if len(_REFERENCE_FITS) >= _REFERENCE_CACHE_SIZE:
+        _REFERENCE_FITS.pop(next(iter(_REFERENCE_FITS)))
+    _REFERENCE_FITS[cache_key] = (agent, states, converged, seconds)
+    return agent, states, converged, seconds
+
+
+@functools.partial(jax.jit, static_argnames=("configs",))
+def _fidelity_seeds(
+    agent: Agent,
+    states: Any,
+    reference: Agent,
+    reference_states: Any,
+    prior: Any,
+    eval_keys: jax.Array,
+    *,
+    configs: tuple[FidelityConfig, ...],
+) -> tuple:
+    """``fidelity_per_sample`` of every config for each seed (leading axis [S]);
+    config i is scored with ``fold_in(fold_in(eval_key, FIDELITY_TAG), i)``."""
+
+    def one(state: Any, reference_state: Any, key: jax.Array) -> tuple:
+        fidelity_key = jax.random.fold_in(key, FIDELITY_TAG)
+        return tuple(
+            fidelity_per_sample(
+                agent, state, reference, reference_state, prior, jax.random.fold_in(fidelity_key, i), cfg
+            )
+            for i, cfg in enumerate(configs)
+        )
+
+    return jax.vmap(one)(states, reference_states, eval_keys)
+
+
+def _add_fidelity(
+    rows: list[dict[str, Any]],
+    agent: Agent,
+    states: Any,
+    reference: str,
+    reference_overrides: Mapping[str, Any],
+    setting: TestbedSetting,
+    prior: Any,
+    spec: ProblemSpec,
+    seeds: tuple[int, ...],
+    env_keys: jax.Array,
+    eval_keys: jax.Array,
+    configs: tuple[EvalConfig, ...],
+) -> None:
+    """Adds FIDELITY_COLUMNS to ``rows`` (design-major, as ``_run_group`` builds them).
+
+    agreement and tv (marginal) come from one tau = 1 pass per seed (config 0)
+    and are the same on every design's row of a seed; tv_joint and
+    kl_to_reference are each design's (tau, kappa) (config d + 1).
+    fidelity_seconds: the reference's fit (when not cached) and the scoring,
+    compilation included, amortised over the rows.
+    """
+    ref_agent, ref_states, converged, fit_seconds = _reference_fit(
+        reference, reference_overrides, setting, prior, spec, seeds, env_keys
+    )
+    resolved = resolve_method(FittedAgent(agent, None), configs[0].method)
+    ref_method = resolve_method(FittedAgent(ref_agent, None), "auto")
+    agent_method = "monte_carlo" if resolved == "partition" else resolved
+
+    def fidelity_config(tau: int, kappa: int | None) -> FidelityConfig:
+        return FidelityConfig(
+            tau=tau,
+            kappa=kappa,
+            num_test=configs[0].num_test,
+            num_models=configs[0].num_models,
+            reference_num_models=configs[0].num_models,
+            method=agent_method,
+            reference_method=ref_method,
+            label_method=resolve_label_method("auto", tau, spec.num_classes),
+            max_rows=configs[0].max_rows,
+        )
+
+    fidelity_configs = (fidelity_config(1, None),) + tuple(fidelity_config(c.tau, c.kappa) for c in configs)
+    start = time.perf_counter()
+    per_config = jax.block_until_ready(
+        _fidelity_seeds(agent, states, ref_agent, ref_states, prior, eval_keys, configs=fidelity_configs)
+    )
+    seconds = (time.perf_counter() - start + fit_seconds) / len(rows)
+    per_config = [jax.tree.map(np.asarray, arrays) for arrays in per_config]
+    for d in range(len(configs)):
+        for s in range(len(seeds)):
+            marginal = summarize_fidelity(jax.tree.map(lambda a: a[s], per_config[0]))
+            joint = summarize_fidelity(jax.tree.map(lambda a: a[s], per_config[d + 1]))
+            rows[d * len(seeds) + s].update(
+                {
+                    "reference": reference,
+                    "agreement": marginal["agreement"],
+                    "tv": marginal["tv"],
+                    "tv_joint": joint["tv_joint"],
+                    "tv_joint_stderr": joint["tv_joint_stderr"],
+                    "kl_to_reference": joint["kl_to_reference"],
+                    "kl_to_reference_stderr": joint["kl_to_reference_stderr"],
+                    "reference_converged": None if converged is None else bool(converged[s]),
+                    "fidelity_seconds": seconds,
+                }
+            )
 
 
 def run_testbed(
@@ -327,6 +517,8 @@ def run_testbed(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: bool = True,
+    reference: str | None = None,
+    reference_overrides: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fits and evaluates agents on a sweep; returns one row per problem and design.
 
@@ -335,7 +527,13 @@ def run_testbed(
     SWEEP_NAMES or a Sweep; seeds: None (the sweep's default count), a count n
     (seeds 0..n-1) or distinct seeds; num_test, num_models, method: as in
     ``estimate_kl``; overrides: {agent name: {hyperparameter: value}};
-    max_rows: the evaluation memory bound, shared by the vmapped seeds.
+    max_rows: the evaluation memory bound, shared by the vmapped seeds;
+    reference: None, or a registry name (e.g. "hmc") whose agent is fitted on
+    the same environments and data (the same problem keys, its own fit key
+    ``fold_in(pk, REFERENCE_FIT_TAG)``) and against which every agent's
+    posterior fidelity is scored (evaluation/fidelity.py): then the rows also
+    have FIDELITY_COLUMNS; reference_overrides: {hyperparameter: value} of the
+    reference (its model fields default to the setting's generative model).
     Programs are compiled once per agent family and shape, prior shape and T,
     and reused across calls in the process (JAX's jit cache).
 
@@ -353,6 +551,12 @@ def run_testbed(
     max_rows = check_int("max_rows", max_rows, 1)
     check_choice("method", method, METHODS)
     overrides = dict(overrides or {})
+    if reference is not None:
+        check_choice("reference", reference, names())
+        check_inputs_fit(reference, "the testbed", one_hot=False)
+        agent_registry.config(reference, **dict(reference_overrides or {}))  # unknown names fail here
+    elif reference_overrides:
+        raise ValueError("reference_overrides needs a reference (e.g. reference='hmc')")
     unknown = sorted(set(overrides) - set(agents))
     if unknown:
         raise ValueError(f"overrides name agents that are not run: {unknown}; agents are {list(agents)}")
@@ -378,9 +582,12 @@ def run_testbed(
                 method,
                 overrides.get(agent_name, {}),
                 max_rows,
+                reference,
+                reference_overrides,
             )
         )
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    columns = list(COLUMNS) + (list(FIDELITY_COLUMNS) if reference is not None else [])
+    frame = pd.DataFrame(rows, columns=columns)
     frame["kappa"] = frame["kappa"].astype("Int64")
     frame.attrs["versions"] = environment_info()
     frame.attrs["sweep"] = sweep.name

@@ -2,6 +2,13 @@
 
 Each preset's settings were fixed before any of its results were seen; the
 comments say what each one trades for speed.
+
+A preset holds one bandit setting or several (``Preset.bandit_env_kwargs``): the
+robustness presets run the neural bandit under several generative models (the
+testbed's families: activation, hidden sizes) and input dimensions (d = 2, 10,
+50 with N = 20 d actions, paper 000 App. E). A setting names ``activation`` and
+``hidden_sizes`` only for a family other than the default relu (50, 50), so the
+cells of presets made before families existed keep their ids and resume.
 """
 
 from __future__ import annotations
@@ -9,10 +16,26 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from decision_bench._src.validation import check_choice
-from decision_bench.evaluation.sweeps import Sweep, TestbedSetting, TestDesign, get_sweep
+from decision_bench._src.validation import check_choice, check_int
+from decision_bench.envs.bandits import make_bandit
+from decision_bench.evaluation.sweeps import (
+    DEFAULT_ACTIVATION,
+    DEFAULT_HIDDEN_SIZES,
+    SWEEP_NAMES,
+    Sweep,
+    TestbedSetting,
+    TestDesign,
+    get_sweep,
+    robustness_activation,
+    robustness_quick,
+    robustness_width,
+)
 
-PRESET_NAMES = ("demo", "quick", "standard", "paper")
+PRESET_NAMES = ("demo", "quick", "standard", "paper", "robustness", "robustness-quick")
+# Testbed sweeps built here rather than in evaluation.sweeps (see testbed_sweep).
+PRESET_SWEEPS = ("demo", "robustness")
+# The bandit input dimensions of paper 000's Figs. 16-17 (N = 20 d actions each).
+ROBUSTNESS_BANDIT_DIMS = (2, 10, 50)
 CORE_AGENTS = ("mlp", "ensemble", "dropout", "bbb", "hypermodel", "ensemble+", "epinet")
 
 
@@ -28,14 +51,78 @@ class Preset:
     num_models: int
     testbed_overrides: tuple  # ((agent, ((key, value), ...)), ...)
     bandit_env: str
-    bandit_env_kwargs: tuple  # ((key, value), ...)
+    # One setting ((key, value), ...) or several (((key, value), ...), ...): env kwargs.
+    bandit_env_kwargs: tuple
     bandit_steps: int
     bandit_seeds: int
     bandit_overrides: tuple
 
+    def __post_init__(self):
+        # Bad settings fail here, in one line naming the accepted values, before any cell runs.
+        for sweep in self.testbed_sweeps:
+            check_choice("testbed sweep", sweep, (*SWEEP_NAMES, *PRESET_SWEEPS))
+        check_int("testbed_seeds", self.testbed_seeds, 1)
+        check_int("bandit_steps", self.bandit_steps, 1)
+        check_int("bandit_seeds", self.bandit_seeds, 1)
+        settings = self.bandit_settings
+        if len(set(settings)) != len(settings):
+            raise ValueError(f"preset {self.name!r} lists a bandit setting twice: {list(settings)}")
+        for setting in settings:
+            make_bandit(self.bandit_env, **dict(setting))
+
+    @property
+    def bandit_settings(self) -> tuple[tuple, ...]:
+        """The bandit settings, each a key-sorted tuple of (env kwarg, value) pairs."""
+        kwargs = tuple(self.bandit_env_kwargs)
+        several = bool(kwargs) and all(_is_pairs(item) and item for item in kwargs)
+        if not several and not _is_pairs(kwargs):
+            raise ValueError(
+                f"bandit_env_kwargs must be ((key, value), ...) or a tuple of those, got {self.bandit_env_kwargs!r}"
+            )
+        settings = tuple(tuple(sorted(s)) for s in (kwargs if several else (kwargs,)))
+        for setting in settings:
+            keys = [k for k, _ in setting]
+            if len(set(keys)) != len(keys):
+                raise ValueError(f"a bandit setting names a key twice: {setting!r}")
+        return settings
+
     def overrides(self, which: str, agent: str) -> dict[str, Any]:
         table = dict(self.testbed_overrides if which == "testbed" else self.bandit_overrides)
         return dict(table.get(agent, ()))
+
+
+def _is_pairs(value: Any) -> bool:
+    """True for ((str, value), ...): one bandit setting's env kwargs."""
+    return isinstance(value, tuple) and all(
+        isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in value
+    )
+
+
+def neural_bandit_setting(
+    input_dim: int,
+    activation: str = DEFAULT_ACTIVATION,
+    hidden_sizes: tuple[int, ...] = DEFAULT_HIDDEN_SIZES,
+    temperature: float = 0.1,
+) -> tuple:
+    """NeuralBandit-v0 kwargs with N = 20 d actions (paper 000 App. E); activation and
+    hidden_sizes appear only for a family other than relu (50, 50), as in testbed cells."""
+    setting = {"input_dim": input_dim, "num_actions": 20 * input_dim, "temperature": temperature}
+    if (activation, tuple(hidden_sizes)) != (DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES):
+        setting.update(activation=activation, hidden_sizes=tuple(hidden_sizes))
+    make_bandit("NeuralBandit-v0", **setting)  # one-line errors for bad values, here
+    return tuple(sorted(setting.items()))
+
+
+def _families(sweep: Sweep) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The sweep's (activation, hidden_sizes) families in order of first appearance."""
+    return tuple(dict.fromkeys((s.activation, s.hidden_sizes) for s in sweep.settings))
+
+
+def robustness_bandit_settings(families) -> tuple[tuple, ...]:
+    """Every family at d = 2 (the regret column of Figs. 10-11), then the default family
+    at the other dimensions of ROBUSTNESS_BANDIT_DIMS (Figs. 16-17)."""
+    settings = tuple(neural_bandit_setting(2, a, h) for a, h in families)
+    return settings + tuple(neural_bandit_setting(d) for d in ROBUSTNESS_BANDIT_DIMS if d != 2)
 
 
 def _items(mapping: Mapping[str, Mapping[str, Any]]) -> tuple:
@@ -66,7 +153,8 @@ def _laptop_preset(
 
 def get_preset(name: str) -> Preset:
     """The preset called ``name``: "demo" (< 5 min on 2 cores), "quick" (< 30 min),
-    "standard" (the headline at laptop size, <= 60 min), "paper"."""
+    "standard" (the headline at laptop size, <= 60 min), "paper", "robustness" (paper
+    000 Sec. 6 and Figs. 16-17, cluster-sized) and "robustness-quick" (< 45 min)."""
     check_choice("preset", name, PRESET_NAMES)
     if name == "demo":
         # Minutes on a laptop, without cutting any agent below the sizes of the
@@ -90,6 +178,66 @@ def get_preset(name: str) -> Preset:
         # dyadic, 5 seeds; the bandit is d = 2 (paper 000 Figs. 16-17: the finding
         # holds for d = 2) with 10 seeds and 10,000 steps.
         return _laptop_preset("standard", "standard", num_test=1000, bandit_steps=10_000, bandit_seeds=10)
+    if name == "robustness":
+        # Paper 000 Sec. 6 and App. E at full size, for a cluster or GPU (--executor
+        # ray): the core agents at their paper defaults on every generative family
+        # of Figs. 10 (7 activations at width 50) and 11 (relu at widths 5 to 100),
+        # d = 2, T in {10, 100, 1000}, all three temperatures, tau 1 / 10 iid / 10
+        # dyadic, 5 seeds (the "robustness" sweep: 11 families x 9 settings); and the
+        # paper's bandit (beta = 0.1, 20 seeds, 50,000 steps) under every family at
+        # d = 2 and under the default family at d = 10 and 50 (N = 20 d actions).
+        return Preset(
+            name="robustness",
+            agents=CORE_AGENTS,
+            testbed_sweeps=("robustness",),
+            testbed_seeds=5,
+            num_test=1000,
+            num_models=1000,
+            testbed_overrides=(),
+            bandit_env="NeuralBandit-v0",
+            bandit_env_kwargs=robustness_bandit_settings(_families(robustness_sweep())),
+            bandit_steps=50_000,
+            bandit_seeds=20,
+            bandit_overrides=(),
+        )
+    if name == "robustness-quick":
+        # Fixed before any result of this preset was seen, from measured costs on 2
+        # cores; the target is < 45 minutes in all, compilation included.
+        # Testbed: the existing `robustness_quick` sweep unchanged (relu, tanh,
+        # sigmoid, gelu at width 50 and relu at width 10; d = 2, T in {10, 100},
+        # beta = 0.1; tau 1 / 10 iid / 10 dyadic; 3 seeds), with the demo's sizes
+        # (num_test 500, num_models 1000) and 30-member ensembles. The seven agents
+        # cost ~84 s per setting at 5 seeds warm (mlp 2, ensemble 11, dropout 13,
+        # bbb 14, hypermodel 22, ensemble+ 12, epinet 10), so ~50 s at 3 seeds x 10
+        # settings ~ 8.5 min; compilation ~4 s per agent, family and training-set
+        # bucket for the fit (2 buckets) plus ~4 s per agent and family for the
+        # evaluation: 7 x 5 x 12 s ~ 7 min. Testbed ~ 15.5 min.
+        # Bandit: the 5 families at d = 2 (40 actions) and relu (50, 50) at d = 10
+        # and 50 (200 and 1000 actions), 3 seeds x 2000 steps (the demo's bandit
+        # size): ~51 s per setting at d = 2 (mlp 1, ensemble 13, ensemble+ 16,
+        # hypermodel 8, bbb 6, epinet 4, dropout 3); at d = 50, 1000 actions,
+        # timings of ensemble+ and hypermodel (1000 steps, 3 seeds, compilation
+        # included) were no slower than at d = 2 (24 s and 15 s both), so budget
+        # d = 10 and d = 50 at 2x the d = 2 cost to be safe: 5 x 51 s +
+        # 2 x 102 s ~ 7.7 min. Total ~ 23 min of the 45: the margin covers a
+        # slower machine or a shared one. Not cut further, to keep every core agent
+        # and 3 seeds (the bootstrap's unit); not grown, because a 2-core machine
+        # shared with other work can be twice as slow.
+        members = _items({"ensemble": {"num_ensemble": 30}, "ensemble+": {"num_ensemble": 30}})
+        return Preset(
+            name="robustness-quick",
+            agents=CORE_AGENTS,
+            testbed_sweeps=("robustness_quick",),
+            testbed_seeds=3,
+            num_test=500,
+            num_models=1000,
+            testbed_overrides=members,
+            bandit_env="NeuralBandit-v0",
+            bandit_env_kwargs=robustness_bandit_settings(_families(robustness_quick())),
+            bandit_steps=2000,
+            bandit_seeds=3,
+            bandit_overrides=members,
+        )
     return Preset(
         name="paper",
         agents=CORE_AGENTS + ("sgmcmc",),
@@ -106,8 +254,19 @@ def get_preset(name: str) -> Preset:
     )
 
 
+def robustness_sweep() -> Sweep:
+    """Both robustness sweeps in one: every family of ``robustness_activation`` and
+    ``robustness_width`` (relu (50, 50), in both, once), the same settings and designs."""
+    activation, width = robustness_activation(), robustness_width()
+    settings = tuple(dict.fromkeys(activation.settings + width.settings))
+    return Sweep("robustness", settings, activation.designs, num_seeds=activation.num_seeds)
+
+
 def testbed_sweep(name: str) -> Sweep:
-    """The evaluation sweep called ``name``, or the demo's one-setting sweep for "demo"."""
+    """The evaluation sweep called ``name``, or one built here: the demo's one-setting
+    sweep ("demo") and both robustness sweeps in one ("robustness")."""
+    if name == "robustness":
+        return robustness_sweep()
     if name != "demo":
         return get_sweep(name)
     return Sweep(
@@ -129,4 +288,9 @@ PRESET_SCOPE = {
     "standard": "Scope: all three temperatures, T from 1 to 1000, 5 testbed seeds, the d = 2 bandit with "
     "10 seeds and 10,000 steps, 30-member ensembles: the papers' question at laptop size.",
     "paper": "Scope: the papers' full settings.",
+    "robustness": "Scope: paper 000 Sec. 6 (11 generative families, d = 2, T in {10, 100, 1000}, all three "
+    "temperatures, 5 seeds) and Figs. 16-17 (bandit d = 2, 10, 50, 20 seeds of 50,000 steps).",
+    "robustness-quick": "Scope: 5 generative families at T in {10, 100}, beta = 0.1, 3 testbed seeds; bandits of "
+    "3 seeds x 2000 steps per family (d = 2) and at d = 10 and 50: every correlation rests on 7 agents and 3 "
+    "seeds, so the intervals are wide; `--preset robustness` is the study's full size.",
 }

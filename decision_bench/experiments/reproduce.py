@@ -10,7 +10,8 @@ each finished cell is stored atomically under ``DIR/cells/``, so running the sam
 command again resumes where it stopped. Bandit runs also save their carry every
 chunk under ``DIR/bandit_runs/`` and resume mid-run.
 
-Outputs: DIR/testbed.csv, DIR/bandit.csv and DIR/run.json (preset, versions,
+Outputs: DIR/testbed.csv, DIR/bandit.csv (with the family columns activation
+and hidden_sizes beside input_dim and num_actions) and DIR/run.json (preset, versions,
 timings); the analysis adds DIR/correlations.csv, the figures and DIR/report.md.
 """
 
@@ -98,17 +99,43 @@ def build_cells(preset: Preset, agents: tuple[str, ...]):
                         seeds,
                     )
                 )
+    # One cell per (agent, bandit setting); agents outermost, as before settings were plural.
     for agent in agents:
-        cells.append(
-            Cell(
-                "bandit",
-                agent,
-                preset.overrides("bandit", agent),
-                {"env": preset.bandit_env, "num_steps": preset.bandit_steps, **dict(preset.bandit_env_kwargs)},
-                tuple(range(preset.bandit_seeds)),
+        for setting in preset.bandit_settings:
+            cells.append(
+                Cell(
+                    "bandit",
+                    agent,
+                    preset.overrides("bandit", agent),
+                    {"env": preset.bandit_env, "num_steps": preset.bandit_steps, **dict(setting)},
+                    tuple(range(preset.bandit_seeds)),
+                )
             )
-        )
     return tuple(cells)
+
+
+def bandit_family(cell: Cell) -> dict[str, str]:
+    """The generative family of a bandit cell as result columns: activation and
+    hidden_sizes ("50-50", as in testbed rows); relu and 50-50 when the cell names none."""
+    problem = dict(cell.problem)
+    return {
+        "activation": str(problem.get("activation", DEFAULT_ACTIVATION)),
+        "hidden_sizes": hidden_sizes_label(problem.get("hidden_sizes", DEFAULT_HIDDEN_SIZES)),
+    }
+
+
+def bandit_table(store: ResultsStore, cells) -> pd.DataFrame:
+    """The bandit cells' rows with their family columns (activation, hidden_sizes)
+    after temperature; added here, from each cell, so runs stored earlier get them too."""
+    frames = []
+    for cell in cells:
+        frame = store.load([cell])
+        position = frame.columns.get_loc("temperature") + 1 if "temperature" in frame.columns else len(frame.columns)
+        for offset, (column, value) in enumerate(bandit_family(cell).items()):
+            if column not in frame.columns:
+                frame.insert(position + offset, column, value)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,6 +189,8 @@ class CellRunner:
 
         problem = dict(cell.problem)
         env_id, num_steps = problem.pop("env"), problem.pop("num_steps")
+        if "hidden_sizes" in problem:
+            problem["hidden_sizes"] = tuple(problem["hidden_sizes"])
         custom = self._custom(cell.agent)
         agent: Any = custom if custom is not None else cell.agent
         return run_bandit(
@@ -193,12 +222,14 @@ def run_preset(
     executor: str = "local",
     address: str | None = None,
     progress: bool = True,
+    workers: int = 1,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs (or resumes) a preset's cells; writes OUT/testbed.csv, OUT/bandit.csv and
     OUT/run.json and returns (testbed rows, bandit rows).
 
     agents: registered names to run instead of the preset's; agent_files: user
-    agent files (see ``load_agent_file``), run next to them.
+    agent files (see ``load_agent_file``), run next to them; workers: local worker
+    processes (``experiments.run_cells``; the rows do not depend on it).
     """
     preset = get_preset(preset) if isinstance(preset, str) else preset
     chosen = tuple(agents) if agents else preset.agents
@@ -215,14 +246,17 @@ def run_preset(
     # Computes (or finds stored) every cell; the tables are read back per kind below.
     run_cells(
         cells,
-        CellRunner(str(out), custom, progress),
+        # With several workers, their bandit step bars would interleave: the cell bar
+        # alone shows progress.
+        CellRunner(str(out), custom, progress and workers == 1),
         store,
         executor=executor,
         address=address,
         progress=progress,
+        workers=workers,
     )
     testbed = store.load([c for c in cells if c.kind == "testbed"])
-    bandit = store.load([c for c in cells if c.kind == "bandit"])
+    bandit = bandit_table(store, [c for c in cells if c.kind == "bandit"])
     atomic_write_text(out / "testbed.csv", testbed.to_csv(index=False))
     atomic_write_text(out / "bandit.csv", bandit.to_csv(index=False))
     run_info = {
@@ -230,6 +264,7 @@ def run_preset(
         "agents": list(all_agents),
         "agent_files": [p for _, p in custom],
         "versions": environment_info(),
+        "workers": workers,
         "seconds_this_session": round(time.perf_counter() - start, 1),
     }
     atomic_write_text(out / "run.json", json.dumps(run_info, indent=1, default=str))

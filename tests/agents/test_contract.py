@@ -22,7 +22,7 @@ from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
 
 # Agents whose samples must not depend on the key (no epistemic index).
-DETERMINISTIC = {"mlp", "uniform", "logistic"}
+DETERMINISTIC = {"mlp", "uniform", "logistic", "knn", "random_forest"}
 # Agents that ignore the data: no training improvement to check.
 DATA_INDEPENDENT = {"uniform", "prior"}
 # Agents defined only for one-hot (bag-of-coins) inputs.
@@ -39,11 +39,13 @@ _SMALL_EXTRA = {
     "sgmcmc_quick": dict(burn_in=50, keep_every=10),
     # 4 chains x 10 kept draws of a (8,) network: a short run, not a converged one.
     "hmc": dict(hidden_sizes=(8,), num_warmup=100, num_samples=10, thinning=2, num_integration_steps=8),
+    "random_forest": dict(num_trees=10),
 }
 
 # Agents that need an optional dependency: name -> (module, how to get it).
 _OPTIONAL = {
     "hmc": ("blackjax", "the `bayes` extra, in the `test` extra on Python >= 3.11"),
+    "random_forest": ("sklearn", "the `data` extra, also in the `test` extra"),
 }
 
 

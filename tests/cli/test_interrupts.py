@@ -4,6 +4,7 @@ kill -9."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -106,15 +107,62 @@ def test_kill_9_then_the_same_command_finishes_with_the_uninterrupted_rows(tmp_p
                                   pd.read_csv(tmp_path / "fresh" / "bandit.csv")[columns])
 
 
-def test_ctrl_c_mid_cell_of_reproduce_exits_130(tmp_path):
+def _processes_marked(mark: str) -> list[int]:
+    """Pids of live processes whose environment holds MARK=mark (a run's workers inherit it)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"DECISION_BENCH_TEST_MARK={mark}".encode() in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+        except OSError:  # gone, or not ours to read
+            continue
+    return found
+
+
+def _wait_until_no_process_is_marked(mark: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _processes_marked(mark):
+        assert time.monotonic() < deadline, f"processes left running: {_processes_marked(mark)}"
+        time.sleep(0.1)
+
+
+def _start_marked(args, mark: str):
+    env = dict(os.environ, DECISION_BENCH_TEST_MARK=mark)
+    return subprocess.Popen(COMMAND + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_mid_cell_of_reproduce_exits_130_and_leaves_no_worker(tmp_path, workers):
     out = tmp_path / "demo"
-    process = _start(["reproduce", "--preset", "demo", "--no-progress", "--out", str(out)])
+    mark = f"ctrl-c-{os.getpid()}-{workers}"
+    process = _start_marked(
+        ["reproduce", "--preset", "demo", "--no-progress", "--workers", workers, "--out", str(out)], mark
+    )
     _wait_for(out, process)  # the folder is made before the first cell starts
-    time.sleep(3.0)  # inside the first cell: importing, compiling or fitting
+    time.sleep(3.0)  # inside the first cell (or workers still importing)
     status, err, seconds = _signal_and_wait(process, signal.SIGINT)
     assert status == 130, err
     assert "run the same command again" in err and "Traceback" not in err
     assert seconds < 2.0
+    _wait_until_no_process_is_marked(mark)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers follow a kill -9 on Linux")
+def test_kill_9_of_reproduce_takes_its_workers_with_it(tmp_path):
+    out = tmp_path / "demo"
+    mark = f"kill-9-{os.getpid()}"
+    process = _start_marked(
+        ["reproduce", "--preset", "demo", "--no-progress", "--workers", "2", "--out", str(out)], mark
+    )
+    _wait_for(out, process)
+    deadline = time.monotonic() + 60
+    while len(_processes_marked(mark)) < 3:  # the parent and its two workers
+        assert time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.1)
+    time.sleep(2.0)
+    process.kill()
+    process.communicate(timeout=60)
+    _wait_until_no_process_is_marked(mark)
 
 
 def test_ctrl_c_in_testbed_keeps_finished_cells_and_the_same_command_resumes(tmp_path):

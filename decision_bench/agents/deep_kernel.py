@@ -1,0 +1,199 @@
+"""The deep_kernel agent: a trained network's last layer as a GP kernel (paper 000, App. C.9).
+
+1. Train a ReLU MLP (hidden (50, 50)) by cross-entropy with the mlp's decayed L2
+   (``l2 * d * sqrt(beta) / T`` in testbed mode), Adam, 1000 steps.
+2. Its normalised last hidden layer phi(x) = h(x) / (1e-6 + |h(x)|) (m = the last
+   hidden width) defines the kernel k(x, x') = phi(x)^T phi(x'). Per class i, the
+   logits are a GP with that kernel and noise variance sigma^2 on the T training
+   inputs, whose posterior covariance at test inputs Phi_s is (App. C.9, via the
+   Woodbury identity)
+
+       Sigma = Phi_s (I - Phi^T (sigma^2 I + Phi Phi^T)^-1 Phi) Phi_s^T
+             = sigma^2 Phi_s (sigma^2 I + Phi^T Phi)^-1 Phi_s^T,
+
+   the same as a Bayesian linear head w ~ N(0, I_m), z = Phi w + N(0, sigma^2):
+   its posterior covariance is (I + Phi^T Phi / sigma^2)^-1 = sigma^2 M^-1 with
+   M = sigma^2 I + Phi^T Phi = L L^T.
+3. One draw: zeta ~ N(0, I) of shape [m, C], the head perturbation
+   delta = sigma L^-T zeta (covariance sigma^2 M^-1 per class), and
+
+       logits(x) = f(x) + c * phi(x) delta,   c = scale_factor / sqrt(n beta),
+
+   where f is the trained network (the paper takes the GP mean to be the network's
+   output, since the true logits are never observed) and n the number of
+   observations (T in the testbed, t in the bandit). ``c`` is the reference
+   release's extra scale (its default scale_factor 2, sigma^2 = 4 beta); c = 1 is
+   the paper's formula. One zeta serves all n inputs, so a draw is a joint sample:
+   logits at different inputs are correlated through phi, and the joint predictions
+   are not products of marginals.
+
+The kernel matrix needs every training input under the final network, so the
+state also stores the training rows at their ``Batch.index`` positions
+(agents/_data_buffer.py, ``spec.num_train`` rows), and ``sample_logits`` builds
+M and its Cholesky factor from them (m x m, m = 50: cheap, and independent of
+the key, so a vmap over keys computes it once). In the bandit (``update_mode``
+"replay") the rows are the replay positions the minibatches have drawn so far.
+
+Static: hidden_sizes, input_dim, num_classes, num_train, regularization.
+Data (``DeepKernelHyper``): l2, learning_rate, temperature, scale_factor,
+sigma_squared_factor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from decision_bench._src.validation import check_positive
+from decision_bench.agents import _data_buffer
+from decision_bench.agents._bayes_common import (
+    effective_num_seen,
+    mean_cross_entropy,
+    relu_features,
+    relu_mlp,
+    sum_of_squares,
+)
+from decision_bench.agents._data_buffer import DataBuffer
+from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight, sgd_step
+from decision_bench.agents.mlp import check_common
+from decision_bench.priors import init_mlp_layers
+from decision_bench.specs import ProblemSpec
+
+# Added to |h(x)| before normalising the features (a dead layer gives phi = 0).
+_NORM_EPS = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class DeepKernelConfig:
+    """deep_kernel defaults (the reference release's): the mlp's network and training,
+    sampling scale_factor 2 and sigma^2 = 4 beta. Its sweep: scale_factor in {1, ..., 6},
+    sigma_squared_factor in {0.5, 1, 2, 3, 4}."""
+
+    hidden_sizes: tuple[int, ...] = (50, 50)  # the last width is the feature dimension m
+    l2: float = 1.0  # weight = l2 * d * sqrt(beta) / T in testbed mode
+    learning_rate: float = 1e-3
+    num_steps: int = 1000
+    scale_factor: float = 2.0  # c = scale_factor / sqrt(n beta)
+    sigma_squared_factor: float = 4.0  # sigma^2 = sigma_squared_factor * beta
+    regularization: str = "testbed"
+
+    def __post_init__(self):
+        check_common(self)
+        for name in ("scale_factor", "sigma_squared_factor"):
+            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+
+
+class DeepKernelState(NamedTuple):
+    params: Any  # tuple of {"w", "b"} layers: d -> hidden... -> C
+    opt_state: Any  # optax.adam state
+    data: DataBuffer  # the training rows seen so far (for the kernel matrix)
+    num_seen: jax.Array  # [] f32: the latest batch's num_seen (T, or t in the bandit)
+
+
+class DeepKernelHyper(NamedTuple):
+    """deep_kernel's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    temperature: jax.Array  # the problem's beta
+    scale_factor: jax.Array
+    sigma_squared_factor: jax.Array
+
+
+def features(params: Any, x: jax.Array) -> jax.Array:
+    """phi(x) [n, m]: the last hidden layer, each row scaled to unit norm (+1e-6)."""
+    h = relu_features(params, x)
+    return h / (_NORM_EPS + jnp.linalg.norm(h, axis=-1, keepdims=True))
+
+
+def head_factor(train_features: jax.Array, sigma_squared: jax.Array) -> jax.Array:
+    """A [m, m] with A A^T = sigma^2 (sigma^2 I + Phi^T Phi)^-1: the posterior covariance
+    of a linear head w ~ N(0, I) observed as Phi w + N(0, sigma^2) (Phi: [T, m];
+    zero rows add nothing). A = sigma L^-T for the Cholesky factor L of sigma^2 I + Phi^T Phi."""
+    m = train_features.shape[-1]
+    gram = sigma_squared * jnp.eye(m, dtype=jnp.float32) + train_features.T @ train_features
+    chol = jnp.linalg.cholesky(gram)
+    inv_t = jax.scipy.linalg.solve_triangular(chol, jnp.eye(m, dtype=jnp.float32), lower=True, trans="T")
+    return jnp.sqrt(sigma_squared) * inv_t
+
+
+def _head_factor_of(hyper: DeepKernelHyper, state: DeepKernelState) -> jax.Array:
+    """head_factor on the stored rows under the current network."""
+    phi = features(state.params, state.data.x) * (state.data.seen[:, None] > 0)
+    return head_factor(phi, hyper.sigma_squared_factor * hyper.temperature)
+
+
+def logit_scale(hyper: DeepKernelHyper, num_seen: jax.Array) -> jax.Array:
+    """c = scale_factor / sqrt(max(n, 1) beta), a [] f32."""
+    return hyper.scale_factor / jnp.sqrt(effective_num_seen(num_seen) * hyper.temperature)
+
+
+def logit_covariance(hyper: DeepKernelHyper, state: DeepKernelState, x: jax.Array) -> jax.Array:
+    """The covariance [n, n] across inputs x [n, d] of one class's sampled logit
+    (the same for every class; classes are independent): c^2 phi A A^T phi^T."""
+    a = _head_factor_of(hyper, state)
+    phi_a = features(state.params, x) @ a
+    return jnp.square(logit_scale(hyper, state.num_seen)) * phi_a @ phi_a.T
+
+
+@functools.lru_cache(maxsize=None)
+def _functions(
+    hidden_sizes: tuple[int, ...], input_dim: int, num_classes: int, capacity: int, regularization: str
+):
+    """deep_kernel's functions for one static setting (the same objects each time)."""
+    sizes = (input_dim, *hidden_sizes, num_classes)
+    width = hidden_sizes[-1]
+
+    def init(hyper: DeepKernelHyper, key: jax.Array) -> DeepKernelState:
+        params = init_mlp_layers(key, sizes)
+        return DeepKernelState(
+            params=params,
+            opt_state=adam(hyper.learning_rate).init(params),
+            data=_data_buffer.empty(capacity, input_dim),
+            num_seen=jnp.zeros((), jnp.float32),
+        )
+
+    def loss_fn(params: Any, hyper: DeepKernelHyper, batch: Batch) -> jax.Array:
+        weight = hyper_l2_weight(hyper, batch.num_seen, input_dim=input_dim, mode=regularization)
+        return mean_cross_entropy(relu_mlp(params, batch.x), batch.y) + weight * sum_of_squares(params)
+
+    def update(hyper: DeepKernelHyper, key: jax.Array, state: DeepKernelState, batch: Batch) -> DeepKernelState:
+        """One Adam step on the batch; stores its examples for the kernel."""
+        del key  # deterministic gradient step
+        params, opt_state = sgd_step(loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch)
+        return DeepKernelState(
+            params=params,
+            opt_state=opt_state,
+            data=_data_buffer.write(state.data, batch),
+            num_seen=jnp.asarray(batch.num_seen, jnp.float32),
+        )
+
+    def sample_logits(hyper: DeepKernelHyper, key: jax.Array, state: DeepKernelState, x: jax.Array) -> jax.Array:
+        """One joint draw of the linear head, applied to all of x [n, d] -> [n, C]."""
+        zeta = jax.random.normal(key, (width, num_classes), jnp.float32)
+        delta = _head_factor_of(hyper, state) @ zeta  # [m, C] ~ N(0, sigma^2 M^-1) per class
+        scale = logit_scale(hyper, state.num_seen)
+        return relu_mlp(state.params, x) + scale * features(state.params, x) @ delta
+
+    return init, update, sample_logits
+
+
+def make_deep_kernel(spec: ProblemSpec, config: DeepKernelConfig) -> Agent:
+    functions = _functions(
+        tuple(config.hidden_sizes), spec.input_dim, spec.num_classes, spec.num_train, config.regularization
+    )
+    hyper = as_hyper(
+        DeepKernelHyper,
+        l2=config.l2,
+        learning_rate=config.learning_rate,
+        temperature=spec.temperature,
+        scale_factor=config.scale_factor,
+        sigma_squared_factor=config.sigma_squared_factor,
+    )
+    # member_logits None: the head's posterior is continuous.
+    return bind(hyper, *functions, None, num_steps=config.num_steps, name="deep_kernel")
