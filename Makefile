@@ -26,8 +26,8 @@ TEST_FIRST := tests/agents tests/bandit tests/envs tests/data
 TEST_SECOND := tests/evaluation tests/experiments tests/analysis tests/cli $(wildcard tests/test_*.py)
 
 test: $(STAMP)
-	$(PY) -m pytest -m "not slow" -q $(TEST_FIRST)
-	$(PY) -m pytest -m "not slow" -q $(TEST_SECOND)
+	$(PY) -m pytest -m "not slow" -q --durations=10 $(TEST_FIRST)
+	$(PY) -m pytest -m "not slow" -q --durations=10 $(TEST_SECOND)
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q

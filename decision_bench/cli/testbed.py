@@ -51,6 +51,7 @@ activation and hidden_sizes columns.)
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -70,7 +71,7 @@ from decision_bench.agents.registry import config as agent_config
 from decision_bench.data import BUNDLED, load_dataset, make_dataset_problem
 from decision_bench.evaluation.kl import METHODS
 from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
-from decision_bench.evaluation.runner import run_testbed
+from decision_bench.evaluation.runner import ReferenceFits, run_testbed
 from decision_bench.evaluation.sweeps import (
     DEFAULT_ACTIVATION,
     DEFAULT_HIDDEN_SIZES,
@@ -292,11 +293,13 @@ def testbed_cells(
     )
 
 
-def compute_testbed_cell(cell: Cell) -> pd.DataFrame:
+def compute_testbed_cell(cell: Cell, reference_fits: ReferenceFits | None = None) -> pd.DataFrame:
     """The rows of one testbed cell (``run_testbed`` on its one setting); built from
     the cell alone, so a stored cell can always be recomputed the same way.
     Programs compiled for one cell are reused by the next where they coincide
-    (JAX's jit cache: the same agent at another temperature, say)."""
+    (JAX's jit cache: the same agent at another temperature, say); with a
+    reference, ``reference_fits`` shares its fit of a setting between the cells
+    of that setting's agents."""
     problem = dict(cell.problem)
     setting = TestbedSetting(
         input_dim=problem["input_dim"],
@@ -320,6 +323,7 @@ def compute_testbed_cell(cell: Cell) -> pd.DataFrame:
         progress=False,
         reference=reference,
         reference_overrides=options or None,
+        reference_fits=reference_fits,
     )
 
 
@@ -600,9 +604,14 @@ def main(args: argparse.Namespace) -> int:
         reference, reference_options,
     )
     out = check_output_dir(args.out)
+    # One reference fit per setting, shared by the cells of all its agents.
+    compute = (
+        compute_testbed_cell if reference is None
+        else functools.partial(compute_testbed_cell, reference_fits=ReferenceFits())
+    )
     frame = run_cells(
         cells,
-        compute_testbed_cell,
+        compute,
         ResultsStore(out / CELLS_DIR),
         desc=f"testbed {sweep.name}",
         describe=_describe_testbed,

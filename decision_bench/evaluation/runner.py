@@ -263,6 +263,7 @@ def _run_group(
     max_rows: int,
     reference: str | None = None,
     reference_overrides: Mapping[str, Any] | None = None,
+    reference_fits: ReferenceFits | None = None,
 ) -> list[dict[str, Any]]:
     """Fits one agent on one setting for all seeds (vmapped) and evaluates every design
     (and its fidelity to ``reference``'s fit on the same problems, when given)."""
@@ -346,7 +347,7 @@ def _run_group(
             )
     if reference is not None:
         _add_fidelity(
-            rows, agent, states, reference, dict(reference_overrides or {}), setting, prior, spec,
+            reference_fits, rows, agent, states, reference, dict(reference_overrides or {}), setting, prior, spec,
             seeds, env_keys, eval_keys, configs,
         )
     return rows
@@ -372,13 +373,31 @@ def reference_agent(name: str, spec: ProblemSpec, setting: TestbedSetting, overr
         ) from None
 
 
-# (name, overrides, setting, seeds) -> (agent, states, converged [S] or None, fit seconds).
-# A reference is fitted once per setting and seeds and shared by every agent scored
-# against it in the process (the testbed command runs one cell per agent and setting).
-_REFERENCE_FITS: dict[tuple, tuple[Agent, Any, np.ndarray | None, float]] = {}
+class ReferenceFits:
+    """Reference fits kept for reuse: (name, overrides, setting, seeds) -> (agent,
+    states, converged [S] or None, fit seconds), the oldest dropped beyond ``limit``.
+
+    A reference is fitted once per setting and seeds and shared by every agent
+    scored against it: ``run_testbed`` keeps one for its call, and a caller that
+    runs one agent per call (the testbed command, one cell per agent and setting)
+    passes the same one to every call.
+    """
+
+    def __init__(self, limit: int = _REFERENCE_CACHE_SIZE):
+        self.limit = check_int("limit", limit, 1)
+        self.fits: dict[tuple, tuple[Agent, Any, np.ndarray | None, float]] = {}
+
+    def get(self, key: tuple):
+        return self.fits.get(key)
+
+    def put(self, key: tuple, value: tuple) -> None:
+        if len(self.fits) >= self.limit:
+            self.fits.pop(next(iter(self.fits)))
+        self.fits[key] = value
 
 
 def _reference_fit(
+    fits: ReferenceFits,
     name: str,
     overrides: Mapping[str, Any],
     setting: TestbedSetting,
@@ -388,8 +407,9 @@ def _reference_fit(
     env_keys: jax.Array,
 ) -> tuple[Agent, Any, np.ndarray | None, float]:
     cache_key = (name, tuple(sorted((k, repr(v)) for k, v in overrides.items())), setting, seeds)
-    if cache_key in _REFERENCE_FITS:
-        agent, states, converged, _ = _REFERENCE_FITS[cache_key]
+    cached = fits.get(cache_key)
+    if cached is not None:
+        agent, states, converged, _ = cached
         return agent, states, converged, 0.0
     agent = reference_agent(name, spec, setting, overrides)
     fit_keys = jax.vmap(lambda k: jax.random.fold_in(k, REFERENCE_FIT_TAG))(env_keys)
@@ -406,9 +426,7 @@ def _reference_fit(
         config = agent_registry.config(name, **overrides)
         transitions = config.num_samples * config.thinning if isinstance(config, HMCConfig) else None
         converged = np.asarray(diagnostics_pass(diagnostics, num_transitions=transitions))
-    if len(_REFERENCE_FITS) >= _REFERENCE_CACHE_SIZE:
-        _REFERENCE_FITS.pop(next(iter(_REFERENCE_FITS)))
-    _REFERENCE_FITS[cache_key] = (agent, states, converged, seconds)
+    fits.put(cache_key, (agent, states, converged, seconds))
     return agent, states, converged, seconds
 
 
@@ -439,6 +457,7 @@ def _fidelity_seeds(
 
 
 def _add_fidelity(
+    reference_fits: ReferenceFits,
     rows: list[dict[str, Any]],
     agent: Agent,
     states: Any,
@@ -461,7 +480,7 @@ def _add_fidelity(
     compilation included, amortised over the rows.
     """
     ref_agent, ref_states, converged, fit_seconds = _reference_fit(
-        reference, reference_overrides, setting, prior, spec, seeds, env_keys
+        reference_fits, reference, reference_overrides, setting, prior, spec, seeds, env_keys
     )
     resolved = resolve_method(FittedAgent(agent, None), configs[0].method)
     ref_method = resolve_method(FittedAgent(ref_agent, None), "auto")
@@ -519,6 +538,7 @@ def run_testbed(
     progress: bool = True,
     reference: str | None = None,
     reference_overrides: Mapping[str, Any] | None = None,
+    reference_fits: ReferenceFits | None = None,
 ) -> pd.DataFrame:
     """Fits and evaluates agents on a sweep; returns one row per problem and design.
 
@@ -533,7 +553,9 @@ def run_testbed(
     ``fold_in(pk, REFERENCE_FIT_TAG)``) and against which every agent's
     posterior fidelity is scored (evaluation/fidelity.py): then the rows also
     have FIDELITY_COLUMNS; reference_overrides: {hyperparameter: value} of the
-    reference (its model fields default to the setting's generative model).
+    reference (its model fields default to the setting's generative model);
+    reference_fits: where reference fits are kept for reuse (None: a new
+    ``ReferenceFits`` for this call).
     Programs are compiled once per agent family and shape, prior shape and T,
     and reused across calls in the process (JAX's jit cache).
 
@@ -557,6 +579,7 @@ def run_testbed(
         agent_registry.config(reference, **dict(reference_overrides or {}))  # unknown names fail here
     elif reference_overrides:
         raise ValueError("reference_overrides needs a reference (e.g. reference='hmc')")
+    reference_fits = ReferenceFits() if reference_fits is None else reference_fits
     unknown = sorted(set(overrides) - set(agents))
     if unknown:
         raise ValueError(f"overrides name agents that are not run: {unknown}; agents are {list(agents)}")
@@ -584,6 +607,7 @@ def run_testbed(
                 max_rows,
                 reference,
                 reference_overrides,
+                reference_fits,
             )
         )
     columns = list(COLUMNS) + (list(FIDELITY_COLUMNS) if reference is not None else [])

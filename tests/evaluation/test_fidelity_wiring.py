@@ -156,8 +156,16 @@ def test_fidelity_outputs_write_tables_figure_and_section(tmp_path):
 
 
 @pytest.mark.slow
-def test_hmc_reference_sees_the_agents_data(tmp_path):
+def test_hmc_reference_sees_the_agents_data(tmp_path, monkeypatch):
     pytest.importorskip("blackjax")
+    kept = {}
+    original_put = runner.ReferenceFits.put
+
+    def recording_put(self, key, value):
+        kept[key] = value
+        original_put(self, key, value)
+
+    monkeypatch.setattr(runner.ReferenceFits, "put", recording_put)
     out = tmp_path / "run"
     options = [item for k, v in TINY_HMC.items() for item in ("--reference-option", f"{k}={v}")]
     assert cli.main(_argv(out, ("uniform", "hmc"), "--reference", "hmc", *options)) == 0
@@ -166,8 +174,8 @@ def test_hmc_reference_sees_the_agents_data(tmp_path):
     assert frame["reference_converged"].isin([True, False]).all()  # hmc has diagnostics
     assert frame["tv_joint"].between(0.0, 1.0).all()
     # the reference's training buffer is exactly each seed's training set
-    fits = [v for k, v in runner._REFERENCE_FITS.items() if k[0] == "hmc" and k[2].num_train == 10]
-    assert fits
+    fits = [v for k, v in kept.items() if k[0] == "hmc" and k[2].num_train == 10]
+    assert len(fits) == 1  # one fit of the setting, shared by both agents' cells
     _, states, converged, _ = fits[-1]
     assert converged.shape == (2,)
     for seed in (0, 1):
