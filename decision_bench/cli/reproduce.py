@@ -76,7 +76,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         )
         if name == "reproduce":
             p.add_argument("--preset", default="demo", choices=PRESET_NAMES,
-                           help="demo: < 5 min on 2 cores; quick: < 30 min; standard: the papers' headline "
+                           help="demo: < 3 min on 2 cores; quick: < 30 min; standard: the papers' headline "
                            "at laptop size (<= 60 min); paper: the papers' full setting; robustness: paper 000 "
                            "Sec. 6 and Figs. 16-17 across generative models and bandit dimensions (cluster-sized); "
                            "robustness-quick: a slice of it, < 45 min on 2 cores")

@@ -152,7 +152,7 @@ def _laptop_preset(
 
 
 def get_preset(name: str) -> Preset:
-    """The preset called ``name``: "demo" (< 5 min on 2 cores), "quick" (< 30 min),
+    """The preset called ``name``: "demo" (< 3 min on 2 cores), "quick" (< 30 min),
     "standard" (the headline at laptop size, <= 60 min), "paper", "robustness" (paper
     000 Sec. 6 and Figs. 16-17, cluster-sized) and "robustness-quick" (< 45 min)."""
     check_choice("preset", name, PRESET_NAMES)

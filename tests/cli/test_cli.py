@@ -140,3 +140,24 @@ def test_analyze_on_a_file_is_one_line(tmp_path, capsys):
     assert cli.main(["analyze", str(a_file)]) == 2
     (line,) = _error_lines(capsys)
     assert line.startswith("decision-bench: error:") and str(a_file) in line
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--workers", "0"], "workers must be a count >= 1 or 'auto', got '0'"),
+        (["--workers", "two"], "workers must be a count >= 1 or 'auto', got 'two'"),
+        (["--workers", "2", "--executor", "ray"], "workers is only used with --executor local"),
+    ],
+)
+def test_reproduce_workers_are_checked_in_one_line_before_any_work(tmp_path, capsys, flags, message):
+    out = tmp_path / "never"
+    assert cli.main(["reproduce", "--no-progress", "--out", str(out), *flags]) == 2
+    lines = _error_lines(capsys)
+    assert len(lines) == 1 and message in lines[0]
+    assert not out.exists()
+
+
+def test_reproduce_workers_default_to_auto():
+    args = cli.build_parser().parse_args(["demo"])
+    assert args.workers == "auto"
