@@ -57,7 +57,12 @@ import pandas as pd
 from decision_bench._src.files import atomic_write_text, check_output_dir
 from decision_bench.analysis.correlation import MIN_POINTS, CorrelationResult, correlate
 from decision_bench.analysis.fidelity import fidelity_outputs
-from decision_bench.analysis.figures import all_figures, normalised_kl_table
+from decision_bench.analysis.figures import (
+    all_figures,
+    normalised_kl_table,
+    plot_normalised_kl,
+    plot_prior_functions,
+)
 from decision_bench.analysis.inputs import read_bandit, read_testbed
 from decision_bench.analysis.join import (
     METRICS,
@@ -324,6 +329,32 @@ def headline(levels: dict[str, dict[str, CorrelationResult]]) -> str:
     )
 
 
+def testbed_sections(testbed: pd.DataFrame) -> list[str]:
+    """The report's testbed-only sections: averages beside paper 000's Table 2 and
+    d_KL normalised to mlp (Fig. 2). Markdown lines."""
+    lines: list[str] = []
+    table2 = table2_side_by_side(testbed)
+    if not table2.empty:
+        shown = ["agent", "settings"] + [
+            c for m in (*TABLE2_METRICS, "dkl_10_kappa2") for c in (m, f"{m}_se", f"paper_{m}") if c in table2
+        ]
+        lines += [
+            "## Testbed averages beside paper 000's Table 2",
+            "",
+            "Stratified means over this run's testbed settings (standard errors over seeds); paper 000's "
+            "Table 2 averages its whole 2-D sweep (T in {1, ..., 1000}, all three temperatures), so the "
+            "levels are comparable only when this run covers the same settings.",
+            "",
+            _markdown_table(table2[shown]),
+            "",
+        ]
+    normalised = normalised_kl_table(testbed)
+    if not normalised.empty:
+        pivot = normalised.pivot_table(index="agent", columns="metric", values="normalised").reset_index()
+        lines += ["## d_KL normalised to mlp (Fig. 2)", "", _markdown_table(pivot), ""]
+    return lines
+
+
 def render_report(
     results,
     joined: pd.DataFrame,
@@ -407,25 +438,7 @@ def render_report(
         seeds = joined.groupby("agent")["seed"].nunique()
     summary_table = wide.assign(regret=regret, seeds=seeds).reset_index()
     lines += [_markdown_table(summary_table), ""]
-    table2 = table2_side_by_side(testbed)
-    if not table2.empty:
-        shown = ["agent", "settings"] + [
-            c for m in (*TABLE2_METRICS, "dkl_10_kappa2") for c in (m, f"{m}_se", f"paper_{m}") if c in table2
-        ]
-        lines += [
-            "## Testbed averages beside paper 000's Table 2",
-            "",
-            "Stratified means over this run's testbed settings (standard errors over seeds); paper 000's "
-            "Table 2 averages its whole 2-D sweep (T in {1, ..., 1000}, all three temperatures), so the "
-            "levels are comparable only when this run covers the same settings.",
-            "",
-            _markdown_table(table2[shown]),
-            "",
-        ]
-    normalised = normalised_kl_table(testbed)
-    if not normalised.empty:
-        pivot = normalised.pivot_table(index="agent", columns="metric", values="normalised").reset_index()
-        lines += ["## d_KL normalised to mlp (Fig. 2)", "", _markdown_table(pivot), ""]
+    lines += testbed_sections(testbed)
     lines += list(sections)
     if notes:
         lines += ["## Data notes", ""] + [f"- {note}" for note in dict.fromkeys(notes)] + [""]
@@ -463,6 +476,10 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
         raise FileNotFoundError(f"results directory not found: {directory}")
     # Every input is read and checked before the first output is written.
     testbed_rows = read_testbed(directory / "testbed.csv")
+    if not (directory / "bandit.csv").exists() and (directory / "testbed.json").exists():
+        # A `decision-bench testbed` run (its testbed.json beside it): no regret to correlate.
+        check_output_dir(directory, flag="results directory")
+        return _analyze_testbed_only(directory, testbed_rows, int(num_resamples), int(seed))
     bandit = read_bandit(directory / "bandit.csv")
     check_output_dir(directory, flag="results directory")
     # Data-quality warnings (dropped rows, unmatched agents, skipped figures) are
@@ -517,4 +534,46 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
         agents=agents,
         levels=levels,
         robustness=robust,
+    )
+
+
+def _analyze_testbed_only(directory: Path, testbed_rows: pd.DataFrame, num_resamples: int, seed: int) -> AnalysisResult:
+    """The analysis of a testbed run without bandit results: table2.csv, Figs. 2 and 5,
+    the distance to a reference (``testbed --reference``) and a report; no correlation
+    with regret. Outputs are staged and moved into place together, as in ``analyze``."""
+    caught: list[warnings.WarningMessage] = []
+    with staged_outputs(directory, last=("report.md",)) as stage:
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RuntimeWarning)
+                testbed = drop_nonfinite_kl(testbed_rows)
+                atomic_write_text(stage / "table2.csv", table2_side_by_side(testbed).to_csv(index=False))
+                staged = plot_normalised_kl(testbed, stage) + plot_prior_functions(testbed, stage)
+                fidelity = fidelity_outputs(testbed, stage, num_resamples, seed)
+                staged += list(fidelity.figures)
+        finally:
+            for record in caught:
+                warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
+        notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
+        figures = [directory / path.name for path in staged]
+        lines = [
+            "# Testbed results",
+            "",
+            "This directory holds testbed results only (no bandit.csv): the correlation of prediction "
+            "quality with regret needs `decision-bench reproduce` or a bandit run beside them.",
+            "",
+            *testbed_sections(testbed),
+        ]
+        if fidelity.report:
+            lines += [fidelity.report, ""]
+        if notes:
+            lines += ["## Data notes", ""] + [f"- {note}" for note in dict.fromkeys(notes)] + [""]
+        if figures:
+            lines += ["## Figures", ""] + [f"- {path.name}" for path in figures] + [""]
+        atomic_write_text(stage / "report.md", "\n".join(lines))
+    return AnalysisResult(
+        correlations=pd.DataFrame(columns=list(CORRELATION_COLUMNS)),
+        joined=pd.DataFrame(),
+        figures=tuple(figures),
+        report=directory / "report.md",
     )

@@ -84,7 +84,10 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as err:
         print_error(str(err))
         return 2
-    print(result.correlations.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if result.correlations.empty:
+        print("testbed results only (no bandit.csv): no correlation with regret")
+    else:
+        print(result.correlations.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print_robustness(result)
     print(f"report: {result.report}")
     for path in result.figures:

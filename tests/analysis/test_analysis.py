@@ -26,6 +26,7 @@ from decision_bench.analysis import (
     relative_points,
     spearman,
 )
+from decision_bench import cli
 from decision_bench.cli.analyze import register
 from decision_bench.analysis.pipeline import NEGATIVE, POSITIVE, INSIGNIFICANT, render_report, verdict
 
@@ -501,3 +502,23 @@ def test_testbed_table_is_a_stratified_mean_with_hand_computed_standard_errors()
     assert table.loc["mlp", "settings"] == 2
     assert table.loc["mlp", "paper_dkl_10"] == pytest.approx(1.367)
     assert "dkl_10_kappa2" not in table.columns  # not measured here
+
+
+def test_a_testbed_run_without_bandit_results_gets_a_testbed_report(tmp_path, capsys):
+    """A `decision-bench testbed` directory (testbed.json, no bandit.csv) is analysed
+    without correlations: table2, Fig. 2 and a report that says why there is no regret."""
+    truth = _handmade(tmp_path)
+    (tmp_path / "bandit.csv").unlink()
+    (tmp_path / "testbed.json").write_text("{}")
+    result = analyze(tmp_path, num_resamples=50)
+    assert result.correlations.empty and result.levels is None
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("# Testbed results") and "no bandit.csv" in report
+    assert "## d_KL normalised to mlp (Fig. 2)" in report
+    table2 = pd.read_csv(tmp_path / "table2.csv").set_index("agent")
+    expected = truth.groupby("agent")["dkl_10"].mean()
+    np.testing.assert_allclose(table2.loc[expected.index, "dkl_10"], expected, rtol=1e-9)
+    assert (tmp_path / "fig2_normalised_kl.png").exists()
+    assert not (tmp_path / "correlations.csv").exists()
+    assert cli.main(["analyze", str(tmp_path)]) == 0
+    assert "no correlation with regret" in capsys.readouterr().out

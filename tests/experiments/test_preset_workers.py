@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from decision_bench.experiments.presets import Preset
 from decision_bench.experiments.reproduce import run_preset
@@ -31,6 +32,7 @@ def _without_timings(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop(columns=[c for c in TIMING_COLUMNS if c in frame.columns])
 
 
+@pytest.mark.slow
 def test_two_worker_processes_give_the_rows_of_one_process(tmp_path):
     one = run_preset(_tiny_preset(), tmp_path / "one", progress=False, workers=1)
     two = run_preset(_tiny_preset(), tmp_path / "two", progress=False, workers=2)
