@@ -4,7 +4,10 @@ One checkpoint holds the carry (every seed's environment, agent and replay),
 the progress, the run's config and a SHA-256 over every array; the previous one
 is kept beside it. A damaged file is named, set aside as ``*.damaged`` and the
 previous checkpoint (or step 0) is used; a sound checkpoint of another config
-is refused with the differing arguments named.
+is refused with the differing arguments named; a sound checkpoint of the same
+arguments made by other code (PROVENANCE_KEYS: the jax or decision-bench version,
+the agent's fingerprint) is stale: one warning names the cause and the run
+starts over from step 0, as a stale results cell is recomputed.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ from decision_bench.bandit.loop import SeedCarry
 STATE_FILE = "bandit_state.npz"
 CONFIG_FILE = "bandit_config.json"
 PREVIOUS_STATE_FILE = "bandit_state.prev.npz"
+# Config entries that say which code made a checkpoint, not which experiment: a
+# difference makes the checkpoint stale (recomputed), not another run (refused).
+# A checkpoint without one of them (written before it was recorded) is not held
+# against it.
+PROVENANCE_KEYS = ("jax_version", "decision_bench_version", "agent_fingerprint")
 
 
 def _to_numpy(tree: Any) -> list[np.ndarray]:
@@ -152,13 +160,25 @@ def load_checkpoint(
             continue
         try:
             saved, arrays = _read_checkpoint(path)
-            if saved != config:
+            arguments = {k: v for k, v in saved.items() if k not in PROVENANCE_KEYS}
+            wanted = {k: v for k, v in config.items() if k not in PROVENANCE_KEYS}
+            if arguments != wanted:
                 raise ValueError(
                     f"{out_dir} holds a saved run with other arguments "
-                    f"({_config_difference(saved, config)}); give the same arguments to resume "
+                    f"({_config_difference(arguments, wanted)}); give the same arguments to resume "
                     "it, start over with --restart (resume=False in Python) or choose another "
                     "output folder"
                 )
+            stale = {k: saved[k] for k in PROVENANCE_KEYS if k in saved and saved[k] != config.get(k)}
+            if stale:
+                warnings.warn(
+                    f"checkpoint {path} is stale (made with "
+                    + ", ".join(f"{k} {v!r}, now {config.get(k)!r}" for k, v in stale.items())
+                    + "); starting this run over from step 0",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+                return None
             try:
                 leaves = [arrays[k] for k in sorted(k for k in arrays if k.startswith("leaf_"))]
                 carry = _from_numpy(template, leaves)

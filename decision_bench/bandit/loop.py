@@ -364,11 +364,20 @@ def _resolve_agent(
         raise ValueError(
             f"agent must be an Agent or one of {list(registry.names())}, got {agent!r}"
         )
+    return registry.make(agent, spec, **registered_overrides(agent, learning_rate, agent_kwargs))
+
+
+def registered_overrides(agent: str, learning_rate: float, agent_kwargs: dict | None) -> dict:
+    """The overrides a registered agent is built with in the bandit: sequential
+    regularization, the bandit's learning rate where the agent has one, then
+    ``agent_kwargs``."""
+    from decision_bench.agents import registry
+
     overrides = {"regularization": DEFAULT_REGULARIZATION}
     if "learning_rate" in registry.hyperparameters(agent):
         overrides["learning_rate"] = learning_rate
     overrides.update(agent_kwargs or {})
-    return registry.make(agent, spec, **overrides)
+    return overrides
 
 
 def check_seeds(seeds: Any) -> list[int]:

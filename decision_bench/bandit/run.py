@@ -3,6 +3,8 @@ checkpoints; rows of cumulative regret per (seed, logged step)."""
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import os
 import time
 from pathlib import Path
@@ -14,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from decision_bench._src.validation import check_int
+from decision_bench._src.versions import result_versions
 from decision_bench.bandit.checkpoints import (
     PREVIOUS_STATE_FILE,
     STATE_FILE,
@@ -26,8 +29,29 @@ from decision_bench.bandit.loop import (
     check_seeds,
     init_carries,
     make_loop,
+    registered_overrides,
     run_chunk,
 )
+
+
+def default_agent_fingerprint(agent: Any, learning_rate: float, agent_kwargs: dict | None) -> str | None:
+    """What defines the agent beyond its name, as a short hash: a registered agent's
+    resolved config (so a changed default is seen); the SHA-256 of the file
+    defining a user's ``make_agent`` function; None for an ``Agent`` record (its
+    functions cannot be hashed: pass ``agent_fingerprint`` to ``run_bandit``)."""
+    if isinstance(agent, str):
+        from decision_bench.agents import registry
+
+        resolved = registry.config(agent, **registered_overrides(agent, learning_rate, agent_kwargs))
+        return hashlib.sha256(repr(resolved).encode()).hexdigest()[:12]
+    try:
+        source = inspect.getsourcefile(agent) if callable(agent) else None
+    except TypeError:  # a builtin or a callable object without a source file
+        source = None
+    if source is None or not os.path.isfile(source):
+        return None
+    with open(source, "rb") as handle:
+        return "file:" + hashlib.sha256(handle.read()).hexdigest()
 
 
 def _log_steps(num_steps: int, log_every: int) -> np.ndarray:
@@ -57,6 +81,7 @@ def run_bandit(
     update_mode: str | None = None,
     greedy_samples: int = 32,
     callback: Callable[[int], None] | None = None,
+    agent_fingerprint: str | None = None,
 ) -> pd.DataFrame:
     """Runs a bandit experiment for every seed at once; returns one row per (seed, log step).
 
@@ -78,7 +103,13 @@ def run_bandit(
       with the differing arguments named, never overwritten. True is the same
       but needs ``out_dir``; False discards the saved run and starts over. A
       damaged checkpoint is reported, set aside and replaced by the previous
-      one (or step 0). callback(t) is called after each chunk.
+      one (or step 0). A checkpoint made by other code (another decision-bench
+      or jax version, or another agent fingerprint) is stale: one warning names
+      the cause and the run starts over from step 0. callback(t) is called
+      after each chunk.
+    agent_fingerprint: what identifies the agent's code in checkpoints; default:
+      ``default_agent_fingerprint`` (a registered agent's resolved config, the file
+      of a ``make_agent`` function).
     update_mode: "replay" or "online"; None uses the agent record's own
       ``update_mode`` ("online" for exact conjugate agents such as beta_bernoulli).
 
@@ -110,6 +141,8 @@ def run_bandit(
     )
     env = loop.env
     log_steps = _log_steps(num_steps, log_every)
+    if agent_fingerprint is None:
+        agent_fingerprint = default_agent_fingerprint(agent, learning_rate, agent_kwargs)
     config = {
         "agent": loop.agent.name,
         "agent_kwargs": {k: repr(v) for k, v in sorted((agent_kwargs or {}).items())},
@@ -124,7 +157,11 @@ def run_bandit(
         "replay_capacity": loop.replay_capacity,
         "learning_rate": float(learning_rate),
         "log_every": log_every,
+        # Provenance (checkpoints.PROVENANCE_KEYS): when these differ the saved
+        # state is stale and recomputed rather than refused.
         "jax_version": jax.__version__,
+        "decision_bench_version": dict(result_versions())["decision-bench"],
+        "agent_fingerprint": agent_fingerprint,
     }
 
     start = time.perf_counter()

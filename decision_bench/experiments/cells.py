@@ -74,6 +74,10 @@ class Cell:
       problem: problem parameters (input_dim, num_train, temperature, ...), a
         key-sorted tuple of items (a dict is accepted and normalised).
       seeds: the seeds this cell runs (vmapped together by the caller).
+      agent_file_sha256: for a user's agent file (``--agent-file``), the SHA-256
+        of its bytes, so an edited file names new cells instead of reusing the
+        old file's rows; None (left out of the id) for a registered agent, so
+        their ids are what they were before files were hashed.
 
     Values must be JSON scalars (str, int, float, bool, None) or sequences of
     them. Note that 1 and 1.0 are different values and give different ids.
@@ -84,6 +88,7 @@ class Cell:
     agent_config: tuple = ()
     problem: tuple = ()
     seeds: tuple = (0,)
+    agent_file_sha256: str | None = None
 
     def __post_init__(self):
         for name in ("kind", "agent"):
@@ -100,16 +105,23 @@ class Cell:
         ):
             raise ValueError(f"Cell.seeds must be a non-empty sequence of ints >= 0, got {self.seeds!r}")
         object.__setattr__(self, "seeds", tuple(int(s) for s in seeds))
+        digest = self.agent_file_sha256
+        if digest is not None and not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
+            raise ValueError(f"Cell.agent_file_sha256 must be None or a hex SHA-256, got {digest!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; `Cell.from_dict` inverts it."""
-        return {
+        data = {
             "kind": self.kind,
             "agent": self.agent,
             "agent_config": {k: _jsonable(v) for k, v in self.agent_config},
             "problem": {k: _jsonable(v) for k, v in self.problem},
             "seeds": list(self.seeds),
         }
+        if self.agent_file_sha256 is not None:
+            # Only when set: registered agents' cells keep the ids they always had.
+            data["agent_file_sha256"] = self.agent_file_sha256
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Cell":
@@ -119,6 +131,7 @@ class Cell:
             agent_config=data.get("agent_config") or {},
             problem=data.get("problem") or {},
             seeds=tuple(data["seeds"]),
+            agent_file_sha256=data.get("agent_file_sha256"),
         )
 
     def canonical_json(self) -> str:
@@ -141,6 +154,35 @@ class Cell:
             parts.append(f"seeds={self.seeds[0]}-{self.seeds[-1]}x{len(self.seeds)}")
         slug = re.sub(r"[^A-Za-z0-9_.=+-]+", "_", "-".join(parts))[:_SLUG_MAX]
         return f"{slug}-{digest}"
+
+
+def agent_fingerprint(cell: Cell) -> str | None:
+    """A short hash of what defines the cell's agent beyond its name and overrides:
+    the agent file's SHA-256 for a user's agent; for a registered agent, its
+    resolved config (the package's defaults with the cell's overrides applied, so a
+    changed default is seen) and, for a testbed cell scored against a reference,
+    the reference's resolved config too. None when it cannot be known (a name the
+    registry does not hold and no file): such cells are not checked.
+
+    Stored beside each cell's rows (experiments/store.py): a stored cell whose
+    fingerprint differs from now is recomputed, not reused.
+    """
+    if cell.agent_file_sha256 is not None:
+        parts = [f"file:{cell.agent_file_sha256}"]
+    else:
+        from decision_bench.agents import registry  # imports every family: only when needed
+
+        if cell.agent not in registry.names():
+            return None
+        try:
+            parts = [repr(registry.config(cell.agent, **dict(cell.agent_config)))]
+            problem = dict(cell.problem)
+            if isinstance(problem.get("reference"), str):
+                options = dict(problem.get("reference_options") or ())
+                parts.append(repr(registry.config(problem["reference"], **options)))
+        except (TypeError, ValueError):
+            return None  # overrides this version refuses: the run itself will say so
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:_HASH_CHARS]
 
 
 def _jsonable(value: Any) -> Any:

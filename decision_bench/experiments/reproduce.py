@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from decision_bench._src.files import atomic_write_text, check_output_dir
+from decision_bench._src.files import atomic_write_text, check_output_dir, sha256_hex
 from decision_bench._src.validation import check_choice
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_names
@@ -72,9 +72,14 @@ def _family(setting: TestbedSetting) -> dict[str, Any]:
     return {"activation": setting.activation, "hidden_sizes": hidden_sizes_label(setting.hidden_sizes)}
 
 
-def build_cells(preset: Preset, agents: tuple[str, ...]):
-    """The preset's cells: one per (agent, testbed setting) and one per agent's bandit run."""
+def build_cells(preset: Preset, agents: tuple[str, ...], agent_files: dict[str, str] | None = None):
+    """The preset's cells: one per (agent, testbed setting) and one per agent's bandit run.
 
+    agent_files: name -> SHA-256 of the agent file of each user agent among
+    ``agents``; the digest goes into its cells (and so their ids): an edited file
+    names new cells rather than reusing the old file's rows.
+    """
+    digests = dict(agent_files or {})
     cells = []
     seeds = tuple(range(preset.testbed_seeds))
     for sweep_name in preset.testbed_sweeps:
@@ -97,6 +102,7 @@ def build_cells(preset: Preset, agents: tuple[str, ...]):
                             **_family(setting),
                         },
                         seeds,
+                        agent_file_sha256=digests.get(agent),
                     )
                 )
     # One cell per (agent, bandit setting); agents outermost, as before settings were plural.
@@ -109,6 +115,7 @@ def build_cells(preset: Preset, agents: tuple[str, ...]):
                     preset.overrides("bandit", agent),
                     {"env": preset.bandit_env, "num_steps": preset.bandit_steps, **dict(setting)},
                     tuple(range(preset.bandit_seeds)),
+                    agent_file_sha256=digests.get(agent),
                 )
             )
     return tuple(cells)
@@ -146,9 +153,20 @@ class CellRunner:
     custom_agents: tuple = ()  # ((name, agent file path), ...)
     progress: bool = True  # the bandit runs' step bars
 
-    def _custom(self, name: str):
+    def _custom(self, cell: Cell):
+        """The user's make_agent for a cell of an agent file, None for a registered
+        agent. The file must still be the one the cell was planned with: rows of
+        an edited file stored under the old file's cell would be stale."""
         paths = dict(self.custom_agents)
-        return load_agent_file(paths[name])[1] if name in paths else None
+        if cell.agent not in paths:
+            return None
+        path = Path(paths[cell.agent])
+        if sha256_hex(path.read_bytes()) != cell.agent_file_sha256:
+            raise ValueError(
+                f"agent_file {str(path)!r} changed while the run was going on; run the command "
+                "again (its finished cells are kept) to compute the new version"
+            )
+        return load_agent_file(path)[1]
 
     def __call__(self, cell) -> pd.DataFrame:
         if cell.kind == "testbed":
@@ -170,7 +188,7 @@ class CellRunner:
             ),
         )
         sweep = dataclasses.replace(design_sweep, settings=(setting,))
-        custom = self._custom(cell.agent)
+        custom = self._custom(cell)
         agent = {cell.agent: custom} if custom is not None else cell.agent
         overrides = {cell.agent: dict(cell.agent_config)} if cell.agent_config else None
         frame = run_testbed(
@@ -191,7 +209,7 @@ class CellRunner:
         env_id, num_steps = problem.pop("env"), problem.pop("num_steps")
         if "hidden_sizes" in problem:
             problem["hidden_sizes"] = tuple(problem["hidden_sizes"])
-        custom = self._custom(cell.agent)
+        custom = self._custom(cell)
         agent: Any = custom if custom is not None else cell.agent
         return run_bandit(
             agent,
@@ -203,6 +221,9 @@ class CellRunner:
             out_dir=str(Path(self.out_dir) / "bandit_runs" / cell.id),
             resume=True,
             progress=self.progress,
+            # A user's agent is a function run_bandit cannot see into: its file's hash
+            # marks which version of it a checkpoint holds.
+            agent_fingerprint=None if custom is None else f"file:{cell.agent_file_sha256}",
         )
 
 
@@ -240,7 +261,7 @@ def run_preset(
         raise ValueError(f"agent_file NAME(s) {clash} clash with registered agents; rename them")
     all_agents = chosen + tuple(n for n, _ in custom)
     out = check_output_dir(out, "out")
-    cells = build_cells(preset, all_agents)
+    cells = build_cells(preset, all_agents, {n: sha256_hex(Path(p).read_bytes()) for n, p in custom})
     store = ResultsStore(out / "cells")
     start = time.perf_counter()
     # Computes (or finds stored) every cell; the tables are read back per kind below.

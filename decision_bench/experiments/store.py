@@ -6,13 +6,17 @@ is written to a temporary name in the same directory and renamed into place
 half-written file under a cell's name. Each file carries the cell, the package
 versions, the row count and a SHA-256 checksum of its rows; a file that fails to
 parse or to verify is reported with a warning naming it and treated as not done,
-so the next run recomputes and overwrites it.
+so the next run recomputes and overwrites it. A file that verifies but was made by
+other code (another version of decision-bench, jax, jaxlib, flax or optax, or
+another agent fingerprint: a registered agent's resolved config, a user's agent
+file's hash; ``cells.agent_fingerprint``) is stale: it is warned about in one line
+naming the cause and recomputed the same way, never reused silently.
 
 File format (``<cell_id>.json``)::
 
     {"format": "decision_bench.cell/1", "cell_id": ..., "cell": {...},
      "versions": {"decision-bench": ..., "jax": ..., ..., "backend": ...}, "created": ISO-8601,
-     "num_rows": n, "sha256": hex digest of the canonical JSON of "table",
+     "agent_fingerprint": short hash or null, "num_rows": n, "sha256": hex digest of the canonical JSON of "table",
      "table": {"columns": [...], "dtypes": [...], "data": [[column values], ...]}}
 
 The table is stored column by column with Python's own float repr (JSON via
@@ -36,8 +40,8 @@ import numpy as np
 import pandas as pd
 
 from decision_bench._src.files import atomic_write_text
-from decision_bench._src.versions import environment_info
-from decision_bench.experiments.cells import Cell
+from decision_bench._src.versions import environment_info, stale_versions
+from decision_bench.experiments.cells import Cell, agent_fingerprint
 
 FORMAT = "decision_bench.cell/1"
 
@@ -127,6 +131,7 @@ class ResultsStore:
             "cell": cell.to_dict(),
             "versions": environment_info(),
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "agent_fingerprint": agent_fingerprint(cell),
             "num_rows": len(frame),
             "sha256": checksum,
             "table": table,
@@ -138,8 +143,9 @@ class ResultsStore:
     # -- reading
 
     @staticmethod
-    def _read_file(path: Path) -> tuple[Cell, pd.DataFrame]:
-        """Parses and verifies one file; raises CorruptCellFile saying why."""
+    def _read_file(path: Path) -> tuple[Cell, pd.DataFrame, dict]:
+        """Parses and verifies one file: (cell, rows, its header: versions and
+        agent_fingerprint); raises CorruptCellFile saying why."""
         try:
             payload = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -160,9 +166,33 @@ class ResultsStore:
             raise CorruptCellFile(f"malformed ({type(err).__name__}: {err})") from None
         if len(frame) != payload.get("num_rows"):
             raise CorruptCellFile(f"{len(frame)} rows, header says {payload.get('num_rows')}")
-        return cell, frame
+        versions = payload.get("versions")
+        header = {
+            "versions": versions if isinstance(versions, dict) else {},
+            "agent_fingerprint": payload.get("agent_fingerprint"),
+        }
+        return cell, frame, header
 
-    def _read_or_warn(self, path: Path) -> tuple[Cell, pd.DataFrame] | None:
+    @staticmethod
+    def stale_reason(cell: Cell, header: Mapping[str, Any]) -> str | None:
+        """Why a verified file of ``cell`` must not be reused now, or None.
+
+        Files written before fingerprints were stored (0.2.0) have none: only
+        their versions are compared, so such runs keep resuming unchanged.
+        """
+        versions = stale_versions(header.get("versions") or {})
+        if versions is not None:
+            return f"made by {versions}"
+        recorded = header.get("agent_fingerprint")
+        now = agent_fingerprint(cell)
+        if recorded is not None and now is not None and recorded != now:
+            return (
+                f"made with another definition of agent {cell.agent!r} (its resolved config or agent "
+                f"file: fingerprint {recorded}, now {now})"
+            )
+        return None
+
+    def _read_or_warn(self, path: Path) -> tuple[Cell, pd.DataFrame, dict] | None:
         try:
             return self._read_file(path)
         except CorruptCellFile as err:
@@ -179,7 +209,17 @@ class ResultsStore:
         if not path.exists():
             return None
         result = self._read_or_warn(path)
-        return None if result is None else result[1]
+        if result is None:
+            return None
+        why = self.stale_reason(cell, result[2])
+        if why is not None:
+            warnings.warn(
+                f"results file {path} is stale ({why}); its cell will be recomputed",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return None
+        return result[1]
 
     def is_done(self, cell: Cell) -> bool:
         """True iff the cell has a file that parses and verifies."""
@@ -209,7 +249,7 @@ class ResultsStore:
                 result = self._read_or_warn(path)
                 if result is None:
                     continue
-                cell, frame = result
+                cell, frame, _ = result
                 if with_cell_id:
                     frame = frame.assign(cell_id=cell.id)
                 frames.append(frame)
