@@ -29,6 +29,7 @@ import pandas as pd
 from decision_bench._src.console import HelpFormatter, print_error
 from decision_bench._src.files import atomic_write, atomic_write_text, check_output_dir
 from decision_bench.bandit import make_loop, run_bandit
+from decision_bench.cli.arguments import parse_agent_list
 
 CSV_NAME = "bandit.csv"
 FIGURE_NAME = "bandit_regret.png"
@@ -137,11 +138,8 @@ def _safe_name(name: str) -> str:
 
 def run_command(args: argparse.Namespace) -> int:
 
-    agents = [a.strip() for a in args.agents.split(",") if a.strip()]
-    if not agents:
-        print_error("--agents must name at least one agent")
-        return 2
     try:
+        agents = parse_agent_list(args.agents)
         env_kwargs = _env_kwargs(args)
     except ValueError as error:
         print_error(str(error))

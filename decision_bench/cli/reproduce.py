@@ -23,6 +23,7 @@ from decision_bench._src.validation import check_int
 from decision_bench.analysis import analyze
 from decision_bench.analysis.pipeline import headline
 from decision_bench.cli.analyze import print_robustness
+from decision_bench.cli.arguments import parse_agent_list
 from decision_bench.experiments.executors import default_workers
 from decision_bench.experiments.presets import PRESET_NAMES, PRESET_SCOPE, Preset
 from decision_bench.experiments.reproduce import check_agents, run_preset
@@ -114,7 +115,9 @@ def _workers(value: str, executor: str) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     preset = args.preset_name or args.preset
-    agents = tuple(a.strip() for a in args.agents.split(",") if a.strip()) if args.agents else None
+    # None (not given): the preset's agents; given, the shared rule (an empty list or a
+    # repeated name is refused rather than falling back to the whole preset).
+    agents = None if args.agents is None else parse_agent_list(args.agents)
     check_int("resamples", args.resamples, 1)
     workers = _workers(args.workers, args.executor)
     if agents:

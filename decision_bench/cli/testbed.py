@@ -68,6 +68,7 @@ from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.agents.registry import config as agent_config
+from decision_bench.cli.arguments import parse_agent_list
 from decision_bench.data import BUNDLED, load_dataset, make_dataset_problem
 from decision_bench.evaluation.kl import METHODS
 from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
@@ -194,11 +195,10 @@ def summary_table(frame: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame
 
 
 def parse_agents(text: str) -> tuple[str, ...]:
-    """"mlp, ensemble+,mlp" -> ("mlp", "ensemble+"): registered names, repeats
-    dropped, order kept; ValueError naming --agents otherwise."""
-    listed = tuple(dict.fromkeys(name.strip() for name in str(text).split(",") if name.strip()))
-    if not listed:
-        raise ValueError(f"--agents must name at least one agent, got {text!r}")
+    """"mlp, ensemble+" -> ("mlp", "ensemble+"): registered names (the shared rule
+    of ``cli.arguments.parse_agent_list``: none or a repeat is refused); ValueError
+    naming --agents otherwise."""
+    listed = parse_agent_list(text)
     for name in listed:
         check_choice("--agents", name, agent_registry())
         # Testbed and real-data inputs are continuous features.

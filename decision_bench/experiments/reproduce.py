@@ -253,13 +253,19 @@ def run_preset(
     processes (``experiments.run_cells``; the rows do not depend on it).
     """
     preset = get_preset(preset) if isinstance(preset, str) else preset
-    chosen = tuple(agents) if agents else preset.agents
+    chosen = preset.agents if agents is None else tuple(agents)
+    if not chosen:
+        raise ValueError("agents must name at least one agent (None: the preset's), got an empty list")
     check_agents(chosen)
     custom = tuple((load_agent_file(p)[0], str(Path(p).resolve())) for p in agent_files)
     clash = sorted(set(chosen) & {n for n, _ in custom})
     if clash:
         raise ValueError(f"agent_file NAME(s) {clash} clash with registered agents; rename them")
     all_agents = chosen + tuple(n for n, _ in custom)
+    repeated = sorted({n for n in all_agents if all_agents.count(n) > 1})
+    if repeated:
+        # Two cells of one id would be computed and their rows written twice.
+        raise ValueError(f"agents and agent files name {repeated} twice; give each agent once")
     out = check_output_dir(out, "out")
     cells = build_cells(preset, all_agents, {n: sha256_hex(Path(p).read_bytes()) for n, p in custom})
     store = ResultsStore(out / "cells")
