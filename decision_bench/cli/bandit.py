@@ -8,8 +8,9 @@ DIR/bandit_regret.png (mean cumulative regret against time, with a band of one
 standard error over seeds). Each agent's run is checkpointed after every chunk
 under DIR/checkpoints/<agent>/, so running the same command again continues
 where an interrupted one stopped; --restart discards the saved runs and starts
-over. A saved run with other arguments is never overwritten: the command stops
-and names the arguments that differ.
+over. A folder holding another run (another command, or other arguments: see
+DIR/run_manifest.json) is never overwritten: the command stops and names the
+arguments that differ; a folder in use by another command is refused, naming it.
 
     decision-bench bandit --env ClassificationBandit-v0 --dataset iris --agents logistic,mlp \\
         --steps 2000 --seeds 5 --out DIR
@@ -27,7 +28,8 @@ from pathlib import Path
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
-from decision_bench._src.files import atomic_write, atomic_write_text, check_output_dir
+from decision_bench._src.files import atomic_write, atomic_write_text
+from decision_bench._src.rundir import claim_run_dir
 from decision_bench.bandit import make_loop, run_bandit
 from decision_bench.cli.arguments import parse_agent_list
 
@@ -132,6 +134,30 @@ def _family_columns(df: pd.DataFrame, env_kwargs: dict) -> pd.DataFrame:
     return df
 
 
+# Arguments that cannot change a row (--chunk-size, --no-progress, --resume,
+# --restart) are left out of the run's manifest.
+_RESULT_FLAGS = (
+    "env", "dataset", "input_dim", "num_actions", "temperature", "activation", "hidden_sizes", "steps",
+    "seeds", "policy", "steps_per_obs", "batch_size", "replay_capacity", "learning_rate", "regularization",
+    "log_every",
+)
+
+
+def _result_arguments(args: argparse.Namespace, agents: tuple[str, ...]) -> dict:
+    """The run's result-defining arguments, keyed by flag, for its manifest."""
+    given = {f"--{name.replace('_', '-')}": getattr(args, name, None) for name in _RESULT_FLAGS}
+    return {"--agents": list(agents), **given}
+
+
+def _legacy_difference(out: Path, agents: tuple[str, ...]) -> str | None:
+    """How a 0.2.0 bandit folder (checkpoints, no manifest) differs from this run:
+    which agents it saved. Each agent's own arguments are then checked by its
+    checkpoint (run_bandit refuses a saved run of another config)."""
+    saved = sorted(p.name for p in (out / "checkpoints").iterdir() if p.is_dir()) if (out / "checkpoints").is_dir() else []
+    now = sorted(_safe_name(agent) for agent in agents)
+    return None if not saved or saved == now else f"saved agents {saved}, now {now}"
+
+
 def _safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name.replace("+", "_plus"))
 
@@ -161,32 +187,36 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         for agent in agents:
             make_loop(agent, args.env, agent_kwargs=agent_kwargs, **run_kwargs)
-        out = check_output_dir(args.out)
-        frames = [
-            run_bandit(
-                agent,
-                args.env,
-                args.steps,
-                args.seeds,
-                log_every=args.log_every,
-                chunk_size=args.chunk_size,
-                out_dir=out / "checkpoints" / _safe_name(agent),
-                resume=False if getattr(args, "restart", False) else None,
-                progress=not args.no_progress,
-                agent_kwargs=agent_kwargs,
-                **run_kwargs,
-            )
-            for agent in agents
-        ]
+        restart = bool(getattr(args, "restart", False))
+        with claim_run_dir(
+            args.out, "bandit", _result_arguments(args, agents), restart=restart, restart_flag="--restart",
+            legacy_check=lambda folder: _legacy_difference(folder, agents),
+        ) as out:
+            frames = [
+                run_bandit(
+                    agent,
+                    args.env,
+                    args.steps,
+                    args.seeds,
+                    log_every=args.log_every,
+                    chunk_size=args.chunk_size,
+                    out_dir=out / "checkpoints" / _safe_name(agent),
+                    resume=False if restart else None,
+                    progress=not args.no_progress,
+                    agent_kwargs=agent_kwargs,
+                    **run_kwargs,
+                )
+                for agent in agents
+            ]
+            df = _family_columns(pd.concat(frames, ignore_index=True), env_kwargs)
+            if getattr(args, "dataset", None) is not None:
+                # run_bandit's rows name the env id only; keep which data set was played.
+                df.insert(df.columns.get_loc("env") + 1, "dataset", args.dataset)
+            write_csv(df, out / CSV_NAME)
+            plot_regret(df, out / FIGURE_NAME)
     except ValueError as error:
         print_error(str(error))
         return 2
-    df = _family_columns(pd.concat(frames, ignore_index=True), env_kwargs)
-    if getattr(args, "dataset", None) is not None:
-        # run_bandit's rows name the env id only; keep which data set was played.
-        df.insert(df.columns.get_loc("env") + 1, "dataset", args.dataset)
-    write_csv(df, out / CSV_NAME)
-    plot_regret(df, out / FIGURE_NAME)
     summary = seed_summary(df)
     print(summary.to_string(float_format=lambda v: f"{v:.1f}"))
     print(f"wrote {out / CSV_NAME} and {out / FIGURE_NAME}")

@@ -18,7 +18,6 @@ from pathlib import Path
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
-from decision_bench._src.files import check_output_dir
 from decision_bench._src.validation import check_int
 from decision_bench.analysis import analyze
 from decision_bench.analysis.pipeline import headline
@@ -26,7 +25,7 @@ from decision_bench.cli.analyze import print_robustness
 from decision_bench.cli.arguments import parse_agent_list
 from decision_bench.experiments.executors import default_workers
 from decision_bench.experiments.presets import PRESET_NAMES, PRESET_SCOPE, Preset
-from decision_bench.experiments.reproduce import check_agents, run_preset
+from decision_bench.experiments.reproduce import check_agents, claim_preset_dir, run_preset
 
 
 def reproduce(
@@ -47,8 +46,11 @@ def reproduce(
     agent files (``experiments.reproduce.load_agent_file``), run next to them;
     workers: local worker processes (the results do not depend on it).
     """
-    run_preset(preset, out, agents, agent_files, executor, address, progress, workers=workers)
-    return analyze(out, num_resamples=num_resamples, seed=0)
+    # One claim of OUT (lock and manifest) for the cells and the analysis both;
+    # run_preset's own claim inside it is the same run's, so it is re-entrant.
+    with claim_preset_dir(preset, out, agents, agent_files, flag="--out") as out:
+        run_preset(preset, out, agents, agent_files, executor, address, progress, workers=workers)
+        return analyze(out, num_resamples=num_resamples, seed=0)
 
 
 def _print_summary(out: Path, result, preset: str | None = None) -> None:
@@ -81,7 +83,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                            "at laptop size (<= 60 min); paper: the papers' full setting; robustness: paper 000 "
                            "Sec. 6 and Figs. 16-17 across generative models and bandit dimensions (cluster-sized); "
                            "robustness-quick: a slice of it, < 45 min on 2 cores")
-        p.add_argument("--out", default=f"runs/{name}", help="run directory (re-run to resume)")
+        p.add_argument("--out", default=f"runs/{name}", help="run directory (re-run the same command to resume; another run's folder is refused)")
         p.add_argument("--agents", default=None,
                        help="comma-separated registered agents instead of the preset's")
         p.add_argument("--agent-file", action="append", default=[], dest="agent_files",
@@ -122,18 +124,20 @@ def _run(args: argparse.Namespace) -> int:
     workers = _workers(args.workers, args.executor)
     if agents:
         check_agents(agents)
-    out = check_output_dir(args.out)
-    print(f"decision-bench reproduce --preset {preset}: writing to {out}/ (re-run to resume)", file=sys.stderr)
-    result = reproduce(
-        preset,
-        out,
-        agents=agents,
-        agent_files=tuple(args.agent_files),
-        executor=args.executor,
-        address=args.address,
-        num_resamples=args.resamples,
-        progress=not args.no_progress,
-        workers=workers,
-    )
+    agent_files = tuple(args.agent_files)
+    # Claimed before the first line is printed: a refused folder is one line.
+    with claim_preset_dir(preset, args.out, agents, agent_files, flag="--out") as out:
+        print(f"decision-bench reproduce --preset {preset}: writing to {out}/ (re-run to resume)", file=sys.stderr)
+        result = reproduce(
+            preset,
+            out,
+            agents=agents,
+            agent_files=agent_files,
+            executor=args.executor,
+            address=args.address,
+            num_resamples=args.resamples,
+            progress=not args.no_progress,
+            workers=workers,
+        )
     _print_summary(out, result, preset if isinstance(preset, str) else None)
     return 0

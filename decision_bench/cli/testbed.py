@@ -42,8 +42,9 @@ recomputed) and rebuilds the CSV from the cells. A cell's id derives from every
 argument that changes its rows (agent, setting -- including the generative
 model's activation and hidden sizes, so the families of the robustness sweeps
 never share a cell --, designs, seeds, --num-test, --num-models, --method; a
-data file's contents), so cells of a run with other arguments in the same DIR
-are never mixed in: they are simply not read. (Cells written before settings
+data file's contents), so cells of a run with other arguments are never mixed
+in. DIR belongs to one run: a testbed command with other arguments (or another
+command) on it is refused in one line naming the differences (DIR/run_manifest.json). (Cells written before settings
 had a family have other ids and are recomputed: their rows lack the
 activation and hidden_sizes columns.)
 """
@@ -62,7 +63,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from decision_bench._src.console import HelpFormatter
-from decision_bench._src.files import atomic_write_text, check_output_dir, sha256_hex
+from decision_bench._src.files import atomic_write_text, sha256_hex
+from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.validation import check_choice, check_int
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
@@ -592,18 +594,57 @@ def main(args: argparse.Namespace) -> int:
         if getattr(args, "reference", None) is not None:
             raise ValueError("--reference needs a testbed sweep (real data has no reference posterior)")
         datasets, seeds, cells = _realdata_plan(args)
-        return _main_realdata(args, check_output_dir(args.out), datasets, seeds, cells)
+        arguments = {
+            "--sweep": REALDATA, "--datasets": list(datasets), "--agents": list(parse_agents(args.agents)),
+            "--seeds": len(seeds), "--num-test": args.num_test, "--num-models": args.num_models,
+            "--method": args.method,
+        }
+        with claim_run_dir(
+            args.out, "testbed", arguments, legacy_check=functools.partial(_legacy_difference, "realdata.json", cells)
+        ) as out:
+            return _main_realdata(args, out, datasets, seeds, cells)
     if isinstance(sweep, str):
         sweep = get_sweep(sweep)
     seeds = _seeds(args.seeds, sweep.num_seeds)
     reference, reference_options = parse_reference(
         getattr(args, "reference", None), getattr(args, "reference_option", [])
     )
+    agents = parse_agents(args.agents)
     cells = testbed_cells(
-        parse_agents(args.agents), sweep, seeds, args.num_test, args.num_models, args.method,
+        agents, sweep, seeds, args.num_test, args.num_models, args.method,
         reference, reference_options,
     )
-    out = check_output_dir(args.out)
+    arguments = {
+        "--sweep": sweep.name if custom is None else None,
+        "grid": _grid_meta(custom) if custom is not None else None,
+        "--agents": list(agents),
+        "--seeds": len(seeds), "--num-test": args.num_test, "--num-models": args.num_models,
+        "--method": args.method, "--reference": reference, "--reference-option": reference_options,
+    }
+    with claim_run_dir(
+        args.out, "testbed", arguments, legacy_check=functools.partial(_legacy_difference, "testbed.json", cells)
+    ) as out:
+        return _run_testbed_cells(args, out, sweep, custom, seeds, cells, reference, reference_options)
+
+
+def _legacy_difference(meta_name: str, cells: Sequence[Cell], out: Path) -> str | None:
+    """How a 0.2.0 testbed folder (testbed.json or realdata.json, no manifest) differs
+    from this run, by the cell ids it recorded; None if it agrees."""
+    other = "realdata.json" if meta_name == "testbed.json" else "testbed.json"
+    if not (out / meta_name).exists():
+        return f"it holds {other.split('.')[0]} results" if (out / other).exists() else None
+    try:
+        meta = json.loads((out / meta_name).read_text(encoding="utf-8"))
+        saved_cells = list(meta["cells"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if saved_cells == [cell.id for cell in cells]:
+        return None
+    shown = ", ".join(f"{k} {meta.get(k)!r}" for k in ("sweep", "agents", "seeds", "num_test", "num_models", "method"))
+    return f"its cells were another grid: {shown}"
+
+
+def _run_testbed_cells(args, out, sweep, custom, seeds, cells, reference, reference_options) -> int:
     # One reference fit per setting, shared by the cells of all its agents.
     compute = (
         compute_testbed_cell if reference is None

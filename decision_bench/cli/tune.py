@@ -12,7 +12,8 @@ from typing import Sequence
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
-from decision_bench._src.files import atomic_write_text, check_output_dir
+from decision_bench._src.files import atomic_write_text
+from decision_bench._src.rundir import claim_run_dir
 from decision_bench.evaluation.sweeps import SWEEP_NAMES
 from decision_bench.evaluation.tune import PAPER_GRIDS, grid_points, tune
 
@@ -65,13 +66,15 @@ def run_command(args: argparse.Namespace) -> int:
             f"--grid is needed for {args.agent!r}: the paper gives no real-valued grid for it "
             f"(paper grids: {sorted(PAPER_GRIDS)})"
         )
-    out = check_output_dir(args.out)
-    print(f"tuning {args.agent} over {len(grid_points(grid))} points: {grid}", file=sys.stderr)
-    rows, summary = tune(args.agent, grid, args.sweep, args.seeds,
-                         num_test=args.num_test, num_models=args.num_models,
-                         progress=not args.no_progress)
-    atomic_write_text(out / "tune.csv", rows.to_csv(index=False))
-    atomic_write_text(out / "tune_summary.csv", summary.to_csv(index=False))
+    arguments = {"agent": args.agent, "--grid": grid, "--sweep": args.sweep, "--seeds": args.seeds,
+                 "--num-test": args.num_test, "--num-models": args.num_models}
+    with claim_run_dir(args.out, "tune", arguments) as out:
+        print(f"tuning {args.agent} over {len(grid_points(grid))} points: {grid}", file=sys.stderr)
+        rows, summary = tune(args.agent, grid, args.sweep, args.seeds,
+                             num_test=args.num_test, num_models=args.num_models,
+                             progress=not args.no_progress)
+        atomic_write_text(out / "tune.csv", rows.to_csv(index=False))
+        atomic_write_text(out / "tune_summary.csv", summary.to_csv(index=False))
     with pd.option_context("display.float_format", "{:.4g}".format, "display.width", 120):
         print(summary.to_string(index=False))
     print(f"wrote {out / 'tune.csv'} and {out / 'tune_summary.csv'}")

@@ -26,7 +26,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from decision_bench._src.files import atomic_write_text, check_output_dir, sha256_hex
+from decision_bench._src.files import atomic_write_text, sha256_hex
+from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.validation import check_choice
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_names
@@ -235,23 +236,11 @@ def check_agents(agents: tuple[str, ...]) -> None:
         check_inputs_fit(agent, "the testbed and NeuralBandit-v0", one_hot=False)
 
 
-def run_preset(
-    preset: str | Preset = "demo",
-    out: str | Path = "runs/demo",
-    agents: tuple[str, ...] | None = None,
-    agent_files: tuple[str, ...] = (),
-    executor: str = "local",
-    address: str | None = None,
-    progress: bool = True,
-    workers: int = 1,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Runs (or resumes) a preset's cells; writes OUT/testbed.csv, OUT/bandit.csv and
-    OUT/run.json and returns (testbed rows, bandit rows).
-
-    agents: registered names to run instead of the preset's; agent_files: user
-    agent files (see ``load_agent_file``), run next to them; workers: local worker
-    processes (``experiments.run_cells``; the rows do not depend on it).
-    """
+def _plan(
+    preset: str | Preset, agents: tuple[str, ...] | None, agent_files: tuple[str, ...]
+) -> tuple[Preset, tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """(preset, registered agents, ((name, resolved agent file), ...)), validated;
+    ValueError naming what is wrong."""
     preset = get_preset(preset) if isinstance(preset, str) else preset
     chosen = preset.agents if agents is None else tuple(agents)
     if not chosen:
@@ -266,33 +255,94 @@ def run_preset(
     if repeated:
         # Two cells of one id would be computed and their rows written twice.
         raise ValueError(f"agents and agent files name {repeated} twice; give each agent once")
-    out = check_output_dir(out, "out")
-    cells = build_cells(preset, all_agents, {n: sha256_hex(Path(p).read_bytes()) for n, p in custom})
-    store = ResultsStore(out / "cells")
-    start = time.perf_counter()
-    # Computes (or finds stored) every cell; the tables are read back per kind below.
-    run_cells(
-        cells,
-        # With several workers, their bandit step bars would interleave: the cell bar
-        # alone shows progress.
-        CellRunner(str(out), custom, progress and workers == 1),
-        store,
-        executor=executor,
-        address=address,
-        progress=progress,
-        workers=workers,
+    return preset, chosen, custom
+
+
+def _legacy_difference(out: Path, preset: Preset, all_agents: tuple[str, ...], files: list[str]) -> str | None:
+    """How a 0.2.0 reproduce folder (run.json, no manifest) differs from this run; None if it agrees."""
+    try:
+        saved = json.loads((out / "run.json").read_text(encoding="utf-8"))
+        saved = {
+            "--preset": saved["preset"]["name"],
+            "agents": list(saved["agents"]),
+            "--agent-file": list(saved.get("agent_files", [])),
+        }
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # an interrupted first run left no run.json: its cells are keyed by id
+    now = {"--preset": preset.name, "agents": list(all_agents), "--agent-file": files}
+    differ = sorted(k for k in now if saved[k] != now[k])
+    return "; ".join(f"{k}: saved {saved[k]!r}, now {now[k]!r}" for k in differ) or None
+
+
+def claim_preset_dir(
+    preset: str | Preset,
+    out: str | Path,
+    agents: tuple[str, ...] | None = None,
+    agent_files: tuple[str, ...] = (),
+    flag: str = "out",
+):
+    """The run-directory claim of a preset run (``_src/rundir.claim_run_dir``: lock,
+    manifest, orphaned temporaries), as a context manager yielding the folder. Its
+    result-defining arguments: the preset, the agents and the agent files (not the
+    executor, workers, progress or the analysis' resamples, which `analyze` may redo)."""
+    preset, chosen, custom = _plan(preset, agents, agent_files)
+    files = [p for _, p in custom]
+    arguments = {"--preset": preset.name, "--agents": list(chosen), "--agent-file": files}
+    all_agents = chosen + tuple(n for n, _ in custom)
+    return claim_run_dir(
+        out, "reproduce", arguments, flag=flag,
+        legacy_check=lambda folder: _legacy_difference(folder, preset, all_agents, files),
     )
-    testbed = store.load([c for c in cells if c.kind == "testbed"])
-    bandit = bandit_table(store, [c for c in cells if c.kind == "bandit"])
-    atomic_write_text(out / "testbed.csv", testbed.to_csv(index=False))
-    atomic_write_text(out / "bandit.csv", bandit.to_csv(index=False))
-    run_info = {
-        "preset": dataclasses.asdict(preset),
-        "agents": list(all_agents),
-        "agent_files": [p for _, p in custom],
-        "versions": environment_info(),
-        "workers": workers,
-        "seconds_this_session": round(time.perf_counter() - start, 1),
-    }
-    atomic_write_text(out / "run.json", json.dumps(run_info, indent=1, default=str))
+
+
+def run_preset(
+    preset: str | Preset = "demo",
+    out: str | Path = "runs/demo",
+    agents: tuple[str, ...] | None = None,
+    agent_files: tuple[str, ...] = (),
+    executor: str = "local",
+    address: str | None = None,
+    progress: bool = True,
+    workers: int = 1,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Runs (or resumes) a preset's cells; writes OUT/testbed.csv, OUT/bandit.csv and
+    OUT/run.json and returns (testbed rows, bandit rows).
+
+    agents: registered names to run instead of the preset's (None); agent_files: user
+    agent files (see ``load_agent_file``), run next to them; workers: local worker
+    processes (``experiments.run_cells``; the rows do not depend on it). OUT is
+    claimed for the run (``claim_preset_dir``): a folder of another run, or one in
+    use by another process, is refused with one line.
+    """
+    preset, chosen, custom = _plan(preset, agents, agent_files)
+    all_agents = chosen + tuple(n for n, _ in custom)
+    with claim_preset_dir(preset, out, chosen, agent_files) as out:
+        cells = build_cells(preset, all_agents, {n: sha256_hex(Path(p).read_bytes()) for n, p in custom})
+        store = ResultsStore(out / "cells")
+        start = time.perf_counter()
+        # Computes (or finds stored) every cell; the tables are read back per kind below.
+        run_cells(
+            cells,
+            # With several workers, their bandit step bars would interleave: the cell bar
+            # alone shows progress.
+            CellRunner(str(out), custom, progress and workers == 1),
+            store,
+            executor=executor,
+            address=address,
+            progress=progress,
+            workers=workers,
+        )
+        testbed = store.load([c for c in cells if c.kind == "testbed"])
+        bandit = bandit_table(store, [c for c in cells if c.kind == "bandit"])
+        atomic_write_text(out / "testbed.csv", testbed.to_csv(index=False))
+        atomic_write_text(out / "bandit.csv", bandit.to_csv(index=False))
+        run_info = {
+            "preset": dataclasses.asdict(preset),
+            "agents": list(all_agents),
+            "agent_files": [p for _, p in custom],
+            "versions": environment_info(),
+            "workers": workers,
+            "seconds_this_session": round(time.perf_counter() - start, 1),
+        }
+        atomic_write_text(out / "run.json", json.dumps(run_info, indent=1, default=str))
     return testbed, bandit

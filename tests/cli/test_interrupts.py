@@ -96,7 +96,7 @@ def test_kill_9_then_the_same_command_finishes_with_the_uninterrupted_rows(tmp_p
     other = subprocess.run(COMMAND + SHORT_BANDIT + ["--out", str(killed)],
                            capture_output=True, text=True, timeout=300)
     assert other.returncode == 2
-    assert other.stderr.startswith("decision-bench: error:") and "num_steps" in other.stderr
+    assert other.stderr.startswith("decision-bench: error:") and "--steps: saved 200000, now 300" in other.stderr
     assert "--restart" in other.stderr
     # --restart starts over and gives what an uninterrupted run gives.
     again = subprocess.run(COMMAND + SHORT_BANDIT + ["--out", str(killed), "--restart"],

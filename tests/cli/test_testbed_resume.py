@@ -153,15 +153,16 @@ def test_interrupted_run_keeps_finished_cells_and_resumes_from_them(run_dir, tmp
     assert (out / "testbed.csv").read_bytes() == (run_dir / "testbed.csv").read_bytes()
 
 
-def test_other_arguments_get_their_own_cells_and_are_never_mixed_in(copy_of_run, run_dir, monkeypatch):
-    stored = _stored_rows(run_dir)
-    by_agent = {rows["agent"][0]: rows for rows in stored.values()}
-    calls = _count_calls(monkeypatch, lambda cell: by_agent[cell.agent].assign(num_test=21))
-    assert cli.main(_argv(copy_of_run, "--num-test", "21")) == 0
-    assert len(calls) == len(AGENTS) and not set(calls) & set(stored)
-    assert len(_cell_files(copy_of_run)) == 2 * len(AGENTS)  # the old cells stay, unread
-    written = pd.read_csv(copy_of_run / "testbed.csv")
-    assert len(written) == len(AGENTS) and (written["num_test"] == 21).all()
+def test_other_arguments_are_refused_in_one_line_and_the_run_is_left_untouched(copy_of_run, monkeypatch, capsys):
+    before = {p: p.read_bytes() for p in copy_of_run.rglob("*") if p.is_file() and p.name != ".decision-bench.lock"}
+    calls = _count_calls(monkeypatch, lambda cell: None)
+    assert cli.main(_argv(copy_of_run, "--num-test", "21")) == 2
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert "holds a `testbed` run with other arguments (--num-test: saved 20, now 21)" in line
+    assert "give another --out" in line
+    assert calls == []
+    after = {p: p.read_bytes() for p in copy_of_run.rglob("*") if p.is_file() and p.name != ".decision-bench.lock"}
+    assert after.keys() == before.keys() and all(after[p] == before[p] for p in before if p.name != ".decision-bench.lock.json")
 
 
 @pytest.mark.parametrize(
