@@ -213,8 +213,10 @@ class ResultsStore:
             return None
         why = self.stale_reason(cell, result[2])
         if why is not None:
+            # The same words for every cell of one cause, so a command shows one line
+            # (the console shows each message once), not one per cell.
             warnings.warn(
-                f"results file {path} is stale ({why}); its cell will be recomputed",
+                f"stored cells in {self.directory} are stale ({why}); they will be recomputed",
                 RuntimeWarning,
                 stacklevel=2,
             )

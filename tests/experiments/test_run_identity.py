@@ -114,7 +114,7 @@ def test_cell_file_of_another_package_version_is_not_reused(tmp_path):
     store, cell, path = _stored_cell(tmp_path)
     assert store.is_done(cell)
     _edit(path, lambda p: p["versions"].update({"decision-bench": "0.1.0"}))
-    with pytest.warns(RuntimeWarning, match=r"is stale \(made by decision-bench 0\.1\.0 \(now .*\)\); its cell will be recomputed"):
+    with pytest.warns(RuntimeWarning, match=r"cells in .* are stale \(made by decision-bench 0\.1\.0 \(now .*\)\); they will be recomputed"):
         assert store.read(cell) is None
     with pytest.warns(RuntimeWarning, match="stale"):
         assert not store.is_done(cell)
@@ -123,7 +123,7 @@ def test_cell_file_of_another_package_version_is_not_reused(tmp_path):
 def test_cell_file_of_another_agent_config_is_not_reused(tmp_path):
     store, cell, path = _stored_cell(tmp_path)
     _edit(path, lambda p: p.update({"agent_fingerprint": "0123456789ab"}))
-    with pytest.warns(RuntimeWarning, match=r"stale \(made with another definition of agent 'mlp'"):
+    with pytest.warns(RuntimeWarning, match=r"are stale \(made with another definition of agent 'mlp'"):
         assert store.read(cell) is None
 
 
