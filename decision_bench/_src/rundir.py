@@ -219,11 +219,19 @@ def claim_run_dir(
         }
         atomic_write_text(out / OWNER_FILE, json.dumps(owner) + "\n")
         _check_manifest(out, flag, command, arguments, restart, restart_flag, legacy_check)
+        first_claim = not (out / MANIFEST_FILE).exists()
         atomic_write_text(out / MANIFEST_FILE, json.dumps({**manifest, "claimed": started}, indent=1) + "\n")
         remove_orphan_temporaries(out)
         _HELD[key] = manifest
         try:
             yield out
+        except ValueError:
+            # Bad input found once the run had started (an agent its command checks
+            # late): the folder must not keep a manifest of arguments that never ran,
+            # or the corrected command would be refused as another run.
+            if first_claim:
+                (out / MANIFEST_FILE).unlink(missing_ok=True)
+            raise
         finally:
             _HELD.pop(key, None)
     finally:

@@ -171,3 +171,16 @@ def test_reproduce_demo_and_tune_claim_their_folder_too(tmp_path, capsys, argv):
         pass
     assert cli.main(argv + ["--no-progress", "--out", str(tmp_path)]) == 2
     assert f"holds a `testbed` run; `{argv[0] if argv[0] != 'demo' else 'reproduce'}` would overwrite" in _error_line(capsys)
+
+
+def test_a_first_run_refused_as_bad_input_leaves_no_manifest_behind(tmp_path):
+    with pytest.raises(ValueError, match="unknown agent"):
+        with claim_run_dir(tmp_path, "tune", {"agent": "foo"}):
+            raise ValueError("unknown agent 'foo'")
+    assert not (tmp_path / MANIFEST_FILE).exists()
+    with claim_run_dir(tmp_path, "tune", {"agent": "mlp"}):
+        pass  # the corrected command is not refused as another run
+    with pytest.raises(KeyboardInterrupt):
+        with claim_run_dir(tmp_path, "tune", {"agent": "mlp"}):
+            raise KeyboardInterrupt  # an interrupted run keeps its manifest, to resume
+    assert json.loads((tmp_path / MANIFEST_FILE).read_text())["arguments"] == {"agent": "mlp"}
