@@ -5,8 +5,8 @@ the progress, the run's config and a SHA-256 over every array; the previous one
 is kept beside it. A damaged file is named, set aside as ``*.damaged`` and the
 previous checkpoint (or step 0) is used; a sound checkpoint of another config
 is refused with the differing arguments named; a sound checkpoint of the same
-arguments made by other code (PROVENANCE_KEYS: the jax or decision-bench version,
-the agent's fingerprint) is stale: one warning names the cause and the run
+arguments made by other code (PROVENANCE_KEYS: the decision-bench, jax, jaxlib, flax or optax
+version, the agent's fingerprint) is stale: one warning names the cause and the run
 starts over from step 0, as a stale results cell is recomputed.
 """
 
@@ -33,7 +33,7 @@ PREVIOUS_STATE_FILE = "bandit_state.prev.npz"
 # difference makes the checkpoint stale (recomputed), not another run (refused).
 # A checkpoint without one of them (written before it was recorded) is not held
 # against it.
-PROVENANCE_KEYS = ("jax_version", "decision_bench_version", "agent_fingerprint")
+PROVENANCE_KEYS = ("jax_version", "decision_bench_version", "library_versions", "agent_fingerprint")
 
 
 def _to_numpy(tree: Any) -> list[np.ndarray]:

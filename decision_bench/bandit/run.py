@@ -161,6 +161,7 @@ def run_bandit(
         # state is stale and recomputed rather than refused.
         "jax_version": jax.__version__,
         "decision_bench_version": dict(result_versions())["decision-bench"],
+        "library_versions": {k: v for k, v in result_versions() if k not in ("decision-bench", "jax")},
         "agent_fingerprint": agent_fingerprint,
     }
 

@@ -41,6 +41,18 @@ def test_checkpoint_of_another_package_version_is_recomputed_with_a_warning(tmp_
     pd.testing.assert_frame_equal(_rows(first), _rows(again))
 
 
+def test_checkpoint_of_another_flax_version_is_recomputed(tmp_path, monkeypatch):
+    calls = []
+    _run(tmp_path, calls)
+    versions = dict(run_module.result_versions())
+    versions["flax"] = "0.0.1"
+    monkeypatch.setattr(run_module, "result_versions", lambda: tuple(versions.items()))
+    calls.clear()
+    with pytest.warns(RuntimeWarning, match=r"made with library_versions .*'flax': '0\.0\.1'"):
+        _run(tmp_path, calls)
+    assert calls == [10, 20]
+
+
 def test_checkpoint_of_another_agent_definition_is_recomputed(tmp_path):
     calls = []
     _run(tmp_path, calls, agent_fingerprint="one")
@@ -61,7 +73,7 @@ def test_unchanged_run_resumes_and_a_0_2_0_checkpoint_without_provenance_is_adop
     with np.load(path) as data:
         arrays = {name: np.array(data[name]) for name in data.files}
     config = json.loads(str(arrays["config"]))
-    del config["decision_bench_version"], config["agent_fingerprint"]
+    del config["decision_bench_version"], config["library_versions"], config["agent_fingerprint"]
     arrays["config"] = np.asarray(json.dumps(config, sort_keys=True))
     arrays.pop("sha256")
     arrays["sha256"] = np.asarray(checkpoint_digest(arrays))
