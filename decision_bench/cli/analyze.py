@@ -11,6 +11,7 @@ import argparse
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
+from decision_bench.analysis.correlation import min_resamples
 from decision_bench.analysis.pipeline import analyze
 
 __all__ = ["print_robustness", "register", "run"]
@@ -23,10 +24,17 @@ def _nonnegative_int(text: str) -> int:
     return value
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
+def _resamples(text: str) -> int:
+    """--resamples: enough for the 90% interval (analysis.correlation.min_resamples)."""
+    minimum = min_resamples()
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < minimum:
+        raise argparse.ArgumentTypeError(
+            f"must be an integer >= {minimum} (10 resamples beyond each bound of the 90% interval), got {text}"
+        )
     return value
 
 
@@ -47,7 +55,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("directory", metavar="DIR", help="results directory")
     parser.add_argument(
-        "--resamples", type=_positive_int, default=1000, metavar="N", help="bootstrap resamples"
+        "--resamples", type=_resamples, default=1000, metavar="N",
+        help=f"bootstrap resamples, >= {min_resamples()} (10 beyond each bound of the 90%% interval)"
     )
     parser.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="bootstrap seed")
     parser.set_defaults(func=run)

@@ -19,8 +19,8 @@ import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import check_output_dir
-from decision_bench._src.validation import check_int
 from decision_bench.analysis import analyze
+from decision_bench.analysis.correlation import check_num_resamples
 from decision_bench.analysis.pipeline import headline
 from decision_bench.cli.analyze import print_robustness
 from decision_bench.experiments.executors import default_workers
@@ -46,6 +46,7 @@ def reproduce(
     agent files (``experiments.reproduce.load_agent_file``), run next to them;
     workers: local worker processes (the results do not depend on it).
     """
+    check_num_resamples(num_resamples)  # before hours of cells, not after
     run_preset(preset, out, agents, agent_files, executor, address, progress, workers=workers)
     return analyze(out, num_resamples=num_resamples, seed=0)
 
@@ -90,7 +91,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         p.add_argument("--workers", default="auto",
                        help="cells computed at once by local worker processes (with --executor local): "
                        f"a count >= 1, or auto (the cores available, at most 4; here {default_workers()})")
-        p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+        p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (>= 200: 10 beyond each bound of the 90%% interval)")
         p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
         p.set_defaults(func=_run, preset_name="demo" if name == "demo" else None)
     return p
@@ -115,7 +116,7 @@ def _workers(value: str, executor: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     preset = args.preset_name or args.preset
     agents = tuple(a.strip() for a in args.agents.split(",") if a.strip()) if args.agents else None
-    check_int("resamples", args.resamples, 1)
+    check_num_resamples(args.resamples, name="resamples")
     workers = _workers(args.workers, args.executor)
     if agents:
         check_agents(agents)

@@ -263,7 +263,7 @@ def test_correlate_with_realdata_on_a_monotone_relation():
         [{"agent": a, "tau": t, "kappa": k, "nll": 1 + kl[a] ** 2 * t} for a in agents for t, k in ((1, None), (10, 2))]
         + [{"agent": "a", "tau": 10, "kappa": 2, "nll": np.nan}]  # a failed row: left out
     )
-    result = correlate_with_realdata(testbed, realdata, num_resamples=50)
+    result = correlate_with_realdata(testbed, realdata, num_resamples=200)
     assert len(result.table) == 2 and (result.table["num_agents"] == 4).all()
     assert (result.table["spearman"] == 1.0).all()
     assert (result.table["pearson_log"] > 0).all()
