@@ -14,11 +14,15 @@ import pandas as pd
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import atomic_write_text, check_output_dir
 from decision_bench.evaluation.sweeps import SWEEP_NAMES
-from decision_bench.evaluation.tune import PAPER_GRIDS, grid_points, tune
+from decision_bench.agents.registry import names
+from decision_bench.evaluation.tune import PAPER_GRIDS, check_grid, grid_points, tune
 
 
 def _parse_grid(items: Sequence[str]) -> dict[str, tuple[float, ...]]:
-    """["l2=0.1,1,10", "learning_rate=1e-3"] -> {"l2": (0.1, 1.0, 10.0), ...}."""
+    """["l2=0.1,1,10", "learning_rate=1e-3"] -> {"l2": (0.1, 1.0, 10.0), ...}.
+
+    A name given in two --grid flags is refused (the second would silently replace
+    the first); the values themselves are checked by evaluation.tune.check_grid."""
     grid = {}
     for item in items:
         name, sep, values = item.partition("=")
@@ -28,6 +32,8 @@ def _parse_grid(items: Sequence[str]) -> dict[str, tuple[float, ...]]:
             parsed = ()
         if not sep or not name.strip() or not parsed:
             raise ValueError(f"--grid must look like NAME=V1,V2,... (numbers), got {item!r}")
+        if name.strip() in grid:
+            raise ValueError(f"--grid names {name.strip()!r} twice: give all its values in one --grid")
         grid[name.strip()] = parsed
     return grid
 
@@ -56,6 +62,8 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run_command(args: argparse.Namespace) -> int:
 
+    if args.agent not in names():
+        raise ValueError(f"unknown agent {args.agent!r} (known: {', '.join(names())})")
     if args.grid:
         grid = _parse_grid(args.grid)
     elif args.agent in PAPER_GRIDS:
@@ -65,6 +73,7 @@ def run_command(args: argparse.Namespace) -> int:
             f"--grid is needed for {args.agent!r}: the paper gives no real-valued grid for it "
             f"(paper grids: {sorted(PAPER_GRIDS)})"
         )
+    grid = check_grid(args.agent, grid)  # before the folder is touched or anything compiles
     out = check_output_dir(args.out)
     print(f"tuning {args.agent} over {len(grid_points(grid))} points: {grid}", file=sys.stderr)
     rows, summary = tune(args.agent, grid, args.sweep, args.seeds,

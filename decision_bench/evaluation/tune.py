@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from typing import Any, Mapping, Sequence
 
 import jax
@@ -31,7 +32,7 @@ from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
 from decision_bench._src.validation import check_int
 from decision_bench.agents import make
 from decision_bench.agents.core import hyperparameters_of, with_hyperparameters
-from decision_bench.agents.registry import check_inputs_fit, names
+from decision_bench.agents.registry import check_inputs_fit, config, hyperparameters, names
 from decision_bench.agents.training import bucket_size
 from decision_bench.evaluation.kl import EvalConfig, FittedAgent, resolve_method, summarize
 from decision_bench.evaluation.likelihood import DEFAULT_MAX_ROWS
@@ -63,15 +64,67 @@ def grid_points(grid: Mapping[str, Sequence[float]]) -> list[dict[str, float]]:
     return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
 
 
-def _stacked_hyper(hyper: Any, points: list[dict[str, float]], agent_name: str) -> Any:
-    """The agent's hyper NamedTuple with every field an array [G] over the points."""
+def check_grid(
+    agent_name: str, grid: Mapping[str, Sequence[float]], overrides: Mapping[str, Any] | None = None
+) -> dict[str, tuple[float, ...]]:
+    """The grid as {name: floats}, or a one-line ValueError, before any work.
+
+    Refused: an unknown agent; an empty grid or a name without values; a value that
+    is not a number; a value that is not finite (a NaN or inf point has no score);
+    a value given twice for one name (every row would be written twice); and any
+    grid point that the agent's own config refuses: each point, with `overrides`,
+    is passed to ``agents.registry.config`` (the agent family's __post_init__
+    checks, e.g. mlp's l2 >= 0), so the grid accepts exactly what ``make`` accepts.
+    Names the config does not know (hyper fields the family fixes, e.g. ensemble's
+    prior_scale) get only the finite-number check.
+    """
+    if agent_name not in names():
+        raise ValueError(f"unknown agent {agent_name!r} (known: {', '.join(names())})")
+    if not grid or any(len(values) == 0 for values in grid.values()):
+        raise ValueError(f"grid must give at least one value per hyperparameter, got {dict(grid)!r}")
+    checked: dict[str, tuple[float, ...]] = {}
+    for name, values in grid.items():
+        floats: list[float] = []
+        for value in values:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"grid {name} values must be numbers, got {value!r}") from None
+            if not math.isfinite(number):
+                raise ValueError(f"grid {name} values must be finite numbers, got {value!r}")
+            if number in floats:
+                raise ValueError(f"grid {name} gives the value {value!r} twice: each value once")
+            floats.append(number)
+        checked[name] = tuple(floats)
+    fixed = dict(overrides or {})
+    # The names first, on a small stand-in problem: building an agent compiles nothing.
+    hyper = hyperparameters_of(make(agent_name, ProblemSpec(2, 2, 0.1, 1), **fixed))
+    _check_grid_names(hyper, checked, agent_name)
+    accepted = set(hyperparameters(agent_name))
+    for point in grid_points(checked):
+        try:
+            config(agent_name, **{**fixed, **{k: v for k, v in point.items() if k in accepted}})
+        except ValueError as error:
+            shown = " ".join(f"{k}={v:g}" for k, v in point.items())
+            raise ValueError(f"grid point {shown} is refused by {agent_name!r}: {error}") from None
+    return checked
+
+
+def _check_grid_names(hyper: Any, grid: Mapping[str, Any], agent_name: str) -> None:
+    if hyper is None:
+        raise ValueError(f"agent {agent_name!r} has no real-valued hyperparameters to tune")
     tunable = [name for name in hyper._fields if name != "temperature"]
-    unknown = sorted({k for p in points for k in p} - set(tunable))
+    unknown = sorted(set(grid) - set(tunable))
     if unknown:
         raise ValueError(
             f"grid names {unknown} are not real-valued hyperparameters of {agent_name!r}; "
             f"tunable in one program: {tunable}"
         )
+
+
+def _stacked_hyper(hyper: Any, points: list[dict[str, float]], agent_name: str) -> Any:
+    """The agent's hyper NamedTuple with every field an array [G] over the points."""
+    _check_grid_names(hyper, {k: None for p in points for k in p}, agent_name)
     columns = {}
     for name in hyper._fields:
         base = np.asarray(getattr(hyper, name), np.float32)
@@ -120,7 +173,8 @@ def tune(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Evaluates a grid of real-valued hyperparameters of one agent on a sweep.
 
-    grid: {hyperparameter: values}; every combination is a point. sweep: a named
+    grid: {hyperparameter: values}; every combination is a point; checked by
+    ``check_grid`` (the agent's own config checks, finite, no repeats). sweep: a named
     sweep or a Sweep (its settings are used; the designs are always tau 1 and
     tau 10 iid). seeds: a count (None: the sweep's). overrides: other
     hyperparameters of the agent, fixed (shape-setting ones included).
@@ -131,11 +185,8 @@ def tune(
     dkl_agg = dkl_1 + dkl_10 / 10 (means over settings and seeds), its standard
     error over (setting, seed) pairs and ``best`` (True for the lowest dkl_agg).
     """
-    if agent_name not in names():
-        raise ValueError(f"agent must be one of {list(names())}, got {agent_name!r}")
+    grid = check_grid(agent_name, grid, overrides)
     check_inputs_fit(agent_name, "the testbed", one_hot=False)
-    if not grid or any(len(values) == 0 for values in grid.values()):
-        raise ValueError(f"grid must give at least one value per hyperparameter, got {dict(grid)!r}")
     sweep = get_sweep(sweep) if isinstance(sweep, str) else sweep
     num_seeds = sweep.num_seeds if seeds is None else check_int("seeds", seeds, 1)
     num_test = check_int("num_test", num_test, 1)

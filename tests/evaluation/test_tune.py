@@ -62,7 +62,7 @@ def test_the_whole_grid_is_one_program_per_training_set_size(tuned):
 def test_unknown_or_shape_setting_names_are_refused():
     with pytest.raises(ValueError, match=r"not real-valued hyperparameters of 'mlp'.*tunable"):
         tune("mlp", {"hidden_sizes": [1.0]}, SWEEP, **SMALL)
-    with pytest.raises(ValueError, match="agent must be one of"):
+    with pytest.raises(ValueError, match="unknown agent .nope. .known: "):
         tune("nope", {"l2": [1.0]}, SWEEP, **SMALL)
 
 
@@ -84,3 +84,46 @@ def test_command_writes_rows_and_summary(tmp_path, capsys):
 def test_command_refuses_a_malformed_grid(tmp_path, capsys):
     assert cli.main(["tune", "mlp", "--grid", "l2", "--out", str(tmp_path)]) == 2
     assert "--grid must look like NAME=V1,V2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "grid, match",
+    [
+        ({"l2": [-1.0]}, r"^grid point l2=-1 is refused by 'mlp': l2 must be a finite number >= 0"),
+        ({"l2": [float("nan")]}, r"^grid l2 values must be finite numbers, got nan$"),
+        ({"l2": [float("inf")]}, r"^grid l2 values must be finite numbers, got inf$"),
+        ({"l2": [1.0, 1.0]}, r"^grid l2 gives the value 1.0 twice"),
+        ({"l2": [1.0], "learning_rate": [0.0]}, r"^grid point l2=1 learning_rate=0 is refused by 'mlp': learning_rate"),
+        ({"l2": ["x"]}, r"^grid l2 values must be numbers"),
+    ],
+)
+def test_grid_values_the_agent_refuses_are_refused_before_any_work(grid, match):
+    with count_compilations() as seen, pytest.raises(ValueError, match=match) as err:
+        tune("mlp", grid, SWEEP, **SMALL)
+    assert seen == [] and "\n" not in str(err.value)
+
+
+def test_the_grid_uses_the_agents_own_checks_with_the_overrides():
+    # dropout's own check (a rate in [0, 1)) decides, not a range written here.
+    with pytest.raises(ValueError, match="refused by 'dropout': dropout_rate"):
+        tune("dropout", {"dropout_rate": [0.5, 1.0]}, SWEEP, **SMALL)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["tune", "mlp", "--grid", "l2=-1"], "l2 must be a finite number >= 0"),
+        (["tune", "mlp", "--grid", "l2=nan"], "grid l2 values must be finite numbers"),
+        (["tune", "mlp", "--grid", "l2=inf"], "grid l2 values must be finite numbers"),
+        (["tune", "mlp", "--grid", "l2=1,1"], "grid l2 gives the value 1.0 twice"),
+        (["tune", "mlp", "--grid", "l2=1", "--grid", "l2=2"], "--grid names 'l2' twice"),
+        (["tune", "foo"], "unknown agent 'foo' (known: "),
+        (["tune", "foo", "--grid", "l2=1"], "unknown agent 'foo' (known: "),
+    ],
+)
+def test_command_refuses_bad_grids_in_one_line_and_writes_nothing(tmp_path, capsys, argv, message):
+    out = tmp_path / "out"
+    assert cli.main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not out.exists()
