@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from decision_bench._src.files import atomic_write_text
+from decision_bench._src.files import write_results_csv
 from decision_bench.analysis.correlation import (
     MIN_POINTS,
     _pearson_rows,
@@ -264,7 +264,7 @@ def fidelity_outputs(
     floor = hmc_floor(testbed)
     paths = []
     for name, frame in (("fidelity.csv", table), ("fidelity_correlations.csv", correlations)):
-        atomic_write_text(directory / name, frame.to_csv(index=False))
+        write_results_csv(directory / name, frame)
         paths.append(directory / name)
     figures = tuple(plot_fidelity(table, floor, directory))
     return FidelityOutputs(tuple(paths), figures, report_section(table, correlations, floor))

@@ -54,7 +54,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from decision_bench._src.files import atomic_write_text, check_output_dir
+from decision_bench._src.files import atomic_write_text, check_output_dir, checksum_path, write_results_csv
 from decision_bench.analysis.correlation import (
     MIN_POINTS,
     SKEWED_NOTE,
@@ -470,6 +470,17 @@ def render_report(
     return "\n".join(lines)
 
 
+def _unverified_notes(directory: Path, names: Sequence[str]) -> list[str]:
+    """A note per input without a checksum file: made by hand or by another tool,
+    it was read as given (its structure and values checked, its completeness not)."""
+    return [
+        f"{name} has no checksum file ({checksum_path(directory / name).name}): read as an unverified "
+        "file (made by hand or by another tool); a cut-short copy cannot be detected"
+        for name in names
+        if not checksum_path(directory / name).is_file()
+    ]
+
+
 def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResult:
     """Reads DIR/testbed.csv and DIR/bandit.csv; writes correlations, figures, report.
 
@@ -524,7 +535,7 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
                     "table2.csv": table2_side_by_side(testbed),
                 }
                 for name, frame in tables.items():
-                    atomic_write_text(stage / name, frame.to_csv(index=False))
+                    write_results_csv(stage / name, frame)
                 staged = all_figures(testbed, main_bandit, joined, levels["agent_seed"], stage, agents, levels["agent"])
                 robust = None
                 if scope is not None:
@@ -540,6 +551,7 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
                 warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
         notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
         notes += list(robust.notes) if robust is not None else []
+        notes += _unverified_notes(directory, ("testbed.csv", "bandit.csv"))
         figures = [directory / path.name for path in staged]  # where they are once moved
         sections = render_robustness(robust) if robust is not None else ()
         text = render_report(
@@ -568,7 +580,7 @@ def _analyze_testbed_only(directory: Path, testbed_rows: pd.DataFrame, num_resam
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RuntimeWarning)
                 testbed = drop_nonfinite_kl(testbed_rows)
-                atomic_write_text(stage / "table2.csv", table2_side_by_side(testbed).to_csv(index=False))
+                write_results_csv(stage / "table2.csv", table2_side_by_side(testbed))
                 staged = plot_normalised_kl(testbed, stage) + plot_prior_functions(testbed, stage)
                 fidelity = fidelity_outputs(testbed, stage, num_resamples, seed)
                 staged += list(fidelity.figures)
@@ -576,6 +588,7 @@ def _analyze_testbed_only(directory: Path, testbed_rows: pd.DataFrame, num_resam
             for record in caught:
                 warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
         notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
+        notes += _unverified_notes(directory, ("testbed.csv",))
         figures = [directory / path.name for path in staged]
         lines = [
             "# Testbed results",

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from decision_bench.analysis.figures import _new_figure, _plain_log_ticks, _save
-from decision_bench._src.files import atomic_write_text
+from decision_bench._src.files import write_results_csv
 from decision_bench.analysis.correlation import interval_text
 from decision_bench.analysis.join import METRIC_LABELS, agent_level_points, join_regret, metric_rows
 from decision_bench.analysis.robustness import (
@@ -271,7 +271,7 @@ def robustness_outputs(
     if not by_dim.empty:
         tables["regret_by_dimension.csv"] = by_dim
     for name, frame in tables.items():
-        atomic_write_text(stage / name, frame.to_csv(index=False))
+        write_results_csv(stage / name, frame)
     return RobustnessOutputs(
         summary=tables["robustness_summary.csv"],
         matrices=tables["robustness_matrices.csv"],

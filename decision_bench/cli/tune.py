@@ -12,7 +12,7 @@ from typing import Sequence
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
-from decision_bench._src.files import atomic_write_text, check_output_dir
+from decision_bench._src.files import check_output_dir, write_results_csv
 from decision_bench.evaluation.sweeps import SWEEP_NAMES
 from decision_bench.agents.registry import names
 from decision_bench.evaluation.tune import PAPER_GRIDS, check_grid, grid_points, tune
@@ -79,8 +79,10 @@ def run_command(args: argparse.Namespace) -> int:
     rows, summary = tune(args.agent, grid, args.sweep, args.seeds,
                          num_test=args.num_test, num_models=args.num_models,
                          progress=not args.no_progress)
-    atomic_write_text(out / "tune.csv", rows.to_csv(index=False))
-    atomic_write_text(out / "tune_summary.csv", summary.to_csv(index=False))
+    write_results_csv(out / "tune.csv", rows)
+    # The summary's checksum file records tune.csv's checksum: a kill between the two
+    # writes leaves a pair that evaluation.tune.read_tune refuses, never a silent mix.
+    write_results_csv(out / "tune_summary.csv", summary, summarises=out / "tune.csv")
     with pd.option_context("display.float_format", "{:.4g}".format, "display.width", 120):
         print(summary.to_string(index=False))
     print(f"wrote {out / 'tune.csv'} and {out / 'tune_summary.csv'}")

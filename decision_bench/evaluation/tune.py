@@ -18,8 +18,10 @@ sizes, index dimension) are separate programs, given as ``overrides`` per run.
 from __future__ import annotations
 
 import functools
+import io
 import itertools
 import math
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import jax
@@ -28,6 +30,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from decision_bench._src.files import verify_results_file
 from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
 from decision_bench._src.validation import check_int
 from decision_bench.agents import make
@@ -249,6 +252,27 @@ def summarize_grid(rows: pd.DataFrame, grid_names: list[str]) -> pd.DataFrame:
     summary["dkl_agg_stderr"] = grouped.dkl_agg.sem()
     summary["best"] = summary.dkl_agg == summary.dkl_agg.min()
     return summary.reset_index()
+
+
+def read_tune(directory: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows, summary) from DIR/tune.csv and DIR/tune_summary.csv, as ``decision-bench
+    tune`` wrote them: each must match its checksum file, and the summary must
+    summarise this tune.csv (its checksum file records tune.csv's). Raises
+    FileNotFoundError or a one-line ValueError naming the file otherwise; files
+    without checksum files (made by hand) are read unverified."""
+    directory = Path(directory)
+    frames = []
+    for name in ("tune.csv", "tune_summary.csv"):
+        path = directory / name
+        if not path.is_file():
+            raise FileNotFoundError(f"tune results file not found: {path}")
+        data = path.read_bytes()
+        rows = verify_results_file(path, data)
+        frame = pd.read_csv(io.BytesIO(data))
+        if rows is not None and rows != len(frame):
+            raise ValueError(f"{path} has {len(frame)} data rows but its checksum file records {rows}")
+        frames.append(frame)
+    return frames[0], frames[1]
 
 
 # ----------------------------------------------------------------------------

@@ -76,9 +76,11 @@ def test_command_writes_rows_and_summary(tmp_path, capsys):
                        "--num-test", "10", "--num-models", "4", "--out", str(tmp_path)])
     assert status == 0
     assert "tune mlp" in capsys.readouterr().err  # the progress bar over settings
-    summary = pd.read_csv(tmp_path / "tune_summary.csv")
+    from decision_bench.evaluation.tune import read_tune
+
+    rows, summary = read_tune(tmp_path)  # checksums and the pair verified
     assert list(summary.l2) == [0.1, 1.0] and summary.best.sum() == 1
-    assert len(pd.read_csv(tmp_path / "tune.csv")) == 2 * 2 * 2  # points x settings x tau
+    assert len(rows) == 2 * 2 * 2  # points x settings x tau
 
 
 def test_command_refuses_a_malformed_grid(tmp_path, capsys):
@@ -127,3 +129,18 @@ def test_command_refuses_bad_grids_in_one_line_and_writes_nothing(tmp_path, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
     assert not out.exists()
+
+
+def test_a_summary_beside_another_grids_rows_is_refused(tmp_path):
+    from decision_bench._src.files import write_results_csv
+    from decision_bench.evaluation.tune import read_tune
+
+    first = pd.DataFrame({"l2": [1.0, 2.0], "kl": [0.1, 0.2]})
+    write_results_csv(tmp_path / "tune.csv", first)
+    write_results_csv(tmp_path / "tune_summary.csv", first.assign(best=[True, False]), summarises=tmp_path / "tune.csv")
+    rows, summary = read_tune(tmp_path)
+    assert list(rows.l2) == [1.0, 2.0] and list(summary.best) == [True, False]
+    # A second run killed between its two writes: new tune.csv, old summary.
+    write_results_csv(tmp_path / "tune.csv", pd.DataFrame({"l2": [3.0], "kl": [0.3]}))
+    with pytest.raises(ValueError, match=r"tune_summary.csv summarises another tune.csv than the one beside it"):
+        read_tune(tmp_path)
