@@ -1,7 +1,9 @@
 """``decision-bench tune AGENT --grid NAME=V1,V2 ...``: a hyperparameter grid as one
 vmapped program per setting (``decision_bench.evaluation.tune``), written as
 tune.csv (one row per grid point, setting, design and seed) and tune_summary.csv
-(one row per grid point, the best marked)."""
+(one row per grid point, the best marked). Each finished setting is stored at once
+in OUT/tune_settings/; after Ctrl-C or a kill, the same command resumes from the
+settings already done."""
 
 from __future__ import annotations
 
@@ -78,7 +80,7 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"tuning {args.agent} over {len(grid_points(grid))} points: {grid}", file=sys.stderr)
     rows, summary = tune(args.agent, grid, args.sweep, args.seeds,
                          num_test=args.num_test, num_models=args.num_models,
-                         progress=not args.no_progress)
+                         progress=not args.no_progress, resume_dir=out / "tune_settings")
     write_results_csv(out / "tune.csv", rows)
     # The summary's checksum file records tune.csv's checksum: a kill between the two
     # writes leaves a pair that evaluation.tune.read_tune refuses, never a silent mix.

@@ -17,10 +17,13 @@ sizes, index dimension) are separate programs, given as ``overrides`` per run.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import itertools
+import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -30,9 +33,10 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from decision_bench._src.files import verify_results_file
+from decision_bench._src.files import sha256_hex, verify_results_file, write_results_csv
 from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
 from decision_bench._src.validation import check_int
+from decision_bench._src.versions import environment_info
 from decision_bench.agents import make
 from decision_bench.agents.core import hyperparameters_of, with_hyperparameters
 from decision_bench.agents.registry import check_inputs_fit, config, hyperparameters, names
@@ -173,6 +177,7 @@ def tune(
     overrides: Mapping[str, Any] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: bool = False,
+    resume_dir: str | Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Evaluates a grid of real-valued hyperparameters of one agent on a sweep.
 
@@ -182,6 +187,11 @@ def tune(
     tau 10 iid). seeds: a count (None: the sweep's). overrides: other
     hyperparameters of the agent, fixed (shape-setting ones included).
     progress: a bar over the sweep's settings.
+    resume_dir: where each finished setting's rows are stored (one checksummed CSV
+    per setting, written atomically, named by a hash of everything that changes its
+    rows: agent, grid, overrides, setting, seeds, num_test, num_models, method,
+    max_rows and the package versions); a later call with the same arguments reuses
+    them instead of recomputing, so an interrupted tune resumes per setting.
 
     Returns (rows, summary): rows, one per (point, setting, seed, tau) with the
     point's values as columns and kl; summary, one per point with dkl_1, dkl_10,
@@ -196,9 +206,22 @@ def tune(
     num_models = check_int("num_models", num_models, 1)
     points = grid_points(grid)
     rows = []
+    versions = {k: v for k, v in environment_info().items() if k not in ("platform", "devices")}
     bar = tqdm(sweep.settings, desc=f"tune {agent_name}", unit="setting", disable=not progress)
     for setting in bar:
         bar.set_postfix_str(f"T={setting.num_train} beta={setting.temperature}")
+        stored = None
+        if resume_dir is not None:
+            identity = dict(agent=agent_name, grid=grid, overrides=dict(overrides or {}),
+                            setting=dataclasses.asdict(setting), seeds=num_seeds, num_test=num_test,
+                            num_models=num_models, method=method, max_rows=max_rows, versions=versions)  # fmt: skip
+            key = sha256_hex(json.dumps(identity, sort_keys=True, default=str).encode())[:24]
+            stored = Path(resume_dir) / f"setting-{key}.csv"
+            finished = _stored_setting(stored)
+            if finished is not None:
+                rows.extend(finished)
+                continue
+        setting_rows = []
         prior = make_prior(setting.prior, setting.input_dim, setting.temperature)
         spec = ProblemSpec(prior.input_dim, prior.num_classes, prior.temperature, setting.num_train)
         agent = make(agent_name, spec, **dict(overrides or {}))
@@ -227,14 +250,31 @@ def tune(
                 env_ll, agent_ll = (np.asarray(a)[g] for a in per_design[d])
                 for s, seed in enumerate(seeds_list):
                     kl, stderr, _ = summarize(env_ll[s] - agent_ll[s], strict=False)
-                    rows.append({
+                    setting_rows.append({
                         "agent": agent_name, **point, "input_dim": setting.input_dim,
                         "num_train": setting.num_train, "temperature": setting.temperature,
                         "tau": cfg.tau, "seed": seed, "kl": kl, "kl_stderr": stderr,
                         "params_finite": bool(np.asarray(finite)[g, s]),
                     })
+        if stored is not None:
+            write_results_csv(stored, pd.DataFrame(setting_rows))  # atomic, with its checksum file
+        rows.extend(setting_rows)
     frame = pd.DataFrame(rows)
     return frame, summarize_grid(frame, list(grid))
+
+
+def _stored_setting(path: Path) -> list[dict] | None:
+    """The rows of a finished setting stored at `path`, or None when there are none
+    or they do not match their checksum (then warned about and recomputed)."""
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    try:
+        verify_results_file(path, data)
+    except ValueError as error:
+        warnings.warn(f"{error}; recomputing that setting", RuntimeWarning, stacklevel=3)
+        return None
+    return pd.read_csv(io.BytesIO(data)).to_dict("records")
 
 
 def summarize_grid(rows: pd.DataFrame, grid_names: list[str]) -> pd.DataFrame:

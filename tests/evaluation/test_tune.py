@@ -144,3 +144,26 @@ def test_a_summary_beside_another_grids_rows_is_refused(tmp_path):
     write_results_csv(tmp_path / "tune.csv", pd.DataFrame({"l2": [3.0], "kl": [0.3]}))
     with pytest.raises(ValueError, match=r"tune_summary.csv summarises another tune.csv than the one beside it"):
         read_tune(tmp_path)
+
+
+def test_stored_settings_are_reused_and_a_damaged_one_is_recomputed(tmp_path):
+    from decision_bench._src.files import write_results_csv
+
+    store = tmp_path / "settings"
+    args = dict(overrides={"num_steps": 15}, resume_dir=store, **SMALL)
+    first, _ = tune("mlp", {"l2": [0.01, 10.0]}, SWEEP, **args)
+    files = sorted(store.glob("setting-*.csv"))
+    assert len(files) == len(SWEEP.settings)
+    # Reused, not recomputed: a stored value changed on purpose comes back.
+    marked = pd.read_csv(files[0]).assign(kl=123.0)
+    write_results_csv(files[0], marked)
+    again, _ = tune("mlp", {"l2": [0.01, 10.0]}, SWEEP, **args)
+    assert (again.kl == 123.0).sum() == len(marked)
+    # A damaged file is named, warned about and recomputed: the rows equal the first run's.
+    files[0].write_text(files[0].read_text()[:-5])
+    with pytest.warns(RuntimeWarning, match=r"setting-.*does not match its checksum.*recomputing"):
+        fixed, _ = tune("mlp", {"l2": [0.01, 10.0]}, SWEEP, **args)
+    pd.testing.assert_frame_equal(fixed, first)
+    # Other arguments are another identity: nothing is reused.
+    other, _ = tune("mlp", {"l2": [0.01, 3.0]}, SWEEP, **args)
+    assert len(list(store.glob("setting-*.csv"))) == 2 * len(SWEEP.settings) and (other.kl != 123.0).all()
