@@ -11,10 +11,10 @@ import argparse
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
-from decision_bench.analysis.correlation import min_resamples
+from decision_bench.analysis.correlation import SKEWED_NOTE, excludes_estimate, min_resamples
 from decision_bench.analysis.pipeline import analyze
 
-__all__ = ["print_robustness", "register", "run"]
+__all__ = ["print_robustness", "print_skewed_intervals", "register", "run"]
 
 
 def _nonnegative_int(text: str) -> int:
@@ -63,6 +63,15 @@ def register(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def print_skewed_intervals(correlations: pd.DataFrame) -> None:
+    """A line under the printed table for each interval that excludes its own estimate."""
+    for _, row in correlations.iterrows():
+        for stat, low, high in (("pearson_log", "pearson_ci_low", "pearson_ci_high"),
+                                ("spearman", "spearman_ci_low", "spearman_ci_high")):  # fmt: skip
+            if excludes_estimate(row[stat], row[low], row[high]):
+                print(f"note: {row.get('level', '')} {row['metric']} {stat}: {SKEWED_NOTE} (see report.md)")
+
+
 def print_robustness(result) -> None:
     """The robustness lines (mean off-diagonal correlation per group, metric, method), if any."""
     robust = getattr(result, "robustness", None)
@@ -97,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         print("testbed results only (no bandit.csv): no correlation with regret")
     else:
         print(result.correlations.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print_skewed_intervals(result.correlations)
     print_robustness(result)
     print(f"report: {result.report}")
     for path in result.figures:

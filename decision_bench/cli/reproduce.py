@@ -22,7 +22,7 @@ from decision_bench._src.files import check_output_dir
 from decision_bench.analysis import analyze
 from decision_bench.analysis.correlation import check_num_resamples
 from decision_bench.analysis.pipeline import headline
-from decision_bench.cli.analyze import print_robustness
+from decision_bench.cli.analyze import print_robustness, print_skewed_intervals
 from decision_bench.experiments.executors import default_workers
 from decision_bench.experiments.presets import PRESET_NAMES, PRESET_SCOPE, Preset
 from decision_bench.experiments.reproduce import check_agents, run_preset
@@ -59,6 +59,7 @@ def _print_summary(out: Path, result, preset: str | None = None) -> None:
         cols = ["level"] + cols
     with pd.option_context("display.float_format", "{:.2f}".format, "display.width", 120):
         print(corr[cols].to_string(index=False))
+    print_skewed_intervals(corr)
     if result.levels:
         print("\n" + headline(result.levels).replace("**", ""))
     print_robustness(result)

@@ -95,3 +95,17 @@ def test_reproduce_refuses_too_few_resamples_before_running_anything(tmp_path):
     with pytest.raises(ValueError, match=r"^num_resamples must be an integer >= 200"):
         reproduce("demo", tmp_path / "run", num_resamples=1, progress=False)
     assert not (tmp_path / "run").exists()
+
+
+def test_the_printed_table_notes_an_interval_that_excludes_its_estimate(capsys):
+    import pandas as pd
+
+    from decision_bench.cli.analyze import print_skewed_intervals
+
+    table = pd.DataFrame([
+        {"metric": "dkl_10", "level": "agent", **dataclasses.asdict(_result(-0.852, 0.999, 0.999))},
+        {"metric": "dkl_1", "level": "agent", **dataclasses.asdict(_result(0.5, 0.2, 0.8))},
+    ])  # fmt: skip
+    print_skewed_intervals(table)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"note: agent dkl_10 pearson_log: {SKEWED_NOTE} (see report.md)"]
