@@ -19,7 +19,10 @@ killed while JAX writes an entry can leave it truncated: JAX then warns that it
 cannot read that entry and compiles the program as if it were not cached.
 
 The cache must never make a run fail: a directory that cannot be created or
-written is reported with one warning and the run continues without a cache.
+written is reported with one warning and the run continues without a cache. A
+cache that stops accepting entries during the run (a full disk) would make JAX
+warn once per program; ``enable_compile_cache`` makes that one warning per
+process (``warn_cache_write_errors_once``): the programs still run, uncached.
 ``enable_compile_cache`` changes process-wide JAX settings and only affects
 programs compiled afterwards, so call it once, before the first computation.
 """
@@ -73,6 +76,7 @@ def enable_compile_cache(directory: str | os.PathLike | None = None) -> Path | N
         return None
     import jax  # noqa: PLC0415 - keeps this module importable without loading JAX
 
+    warn_cache_write_errors_once()
     jax.config.update("jax_compilation_cache_dir", str(path))
     # JAX's defaults skip programs that compile in under a second and let the
     # backend impose a minimum entry size; most of our CPU programs compile in
@@ -93,3 +97,36 @@ def _unusable_reason(path: Path) -> str | None:
     if not os.access(path, os.W_OK | os.X_OK):
         return f"{path} is not writable"
     return None
+
+
+# The start of JAX's warning when an entry cannot be stored (jax/_src/compiler.py);
+# its text names the program, so Python's own once-per-text rule shows one per program.
+CACHE_WRITE_ERROR = "Error writing persistent compilation cache entry"
+
+
+def warn_cache_write_errors_once() -> None:
+    """Shows JAX's first cache-write warning of this process, reworded, and ignores
+    the rest (one per program otherwise; with a full disk, hundreds).
+
+    Installs a ``warnings.showwarning`` wrapper (once; idempotent) that, on the
+    first such warning, adds an "ignore" filter for later ones. Warnings recorded
+    by ``warnings.catch_warnings(record=True)`` are not affected.
+    """
+    original = warnings.showwarning
+    if getattr(original, "_decision_bench_cache_once", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = str(message)
+        if text.startswith(CACHE_WRITE_ERROR):
+            warnings.filterwarnings("ignore", message=CACHE_WRITE_ERROR)
+            reason = text.split("': ", 1)[-1]
+            message = (
+                f"the compilation cache cannot store programs ({reason}); the run goes on without storing "
+                f"them, and further cache write errors of this process are not shown (set {ENV_VAR}=off "
+                "to turn the cache off)"
+            )
+        original(message, category, filename, lineno, file, line)
+
+    show._decision_bench_cache_once = True  # type: ignore[attr-defined]
+    warnings.showwarning = show

@@ -17,7 +17,17 @@ import tempfile
 from pathlib import Path
 from typing import IO, Callable
 
-__all__ = ["atomic_write", "atomic_write_text", "check_output_dir", "sha256_hex", "umask_mode"]
+__all__ = [
+    "CHECKSUM_SUFFIX",
+    "atomic_write",
+    "atomic_write_text",
+    "check_output_dir",
+    "checksum_path",
+    "sha256_hex",
+    "umask_mode",
+    "verify_results_file",
+    "write_results_csv",
+]
 
 
 def umask_mode() -> int:
@@ -62,6 +72,82 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 def sha256_hex(data: bytes) -> str:
     """Hex SHA-256 of ``data``: the checksum stored beside cells and checkpoints."""
     return hashlib.sha256(data).hexdigest()
+
+
+# Results CSVs (testbed.csv, bandit.csv, tune.csv, correlations.csv, ...) get a
+# sidecar NAME.csv.sha256 in `sha256sum` format (`sha256sum -c NAME.csv.sha256`
+# checks it by hand), with comment lines recording the number of data rows and,
+# for a summary, the checksum of the file it summarises. The CSV itself stays a
+# plain CSV that pd.read_csv reads as is. The sidecar is written after the CSV:
+# a kill between the two leaves a CSV that does not match its sidecar, which
+# readers refuse; a CSV without a sidecar (a user's own file) is read as
+# unverified.
+CHECKSUM_SUFFIX = ".sha256"
+_ROWS = "# data rows: "
+_SUMMARISES = "# summarises: "
+
+
+def checksum_path(path: str | os.PathLike) -> Path:
+    """Where the checksum of results file ``path`` is kept: NAME.csv.sha256 beside it."""
+    path = Path(path)
+    return path.with_name(path.name + CHECKSUM_SUFFIX)
+
+
+def write_results_csv(path: str | os.PathLike, table, summarises: str | os.PathLike | None = None) -> Path:
+    """Writes ``table`` (a pandas DataFrame: anything with ``to_csv`` and ``len``)
+    as a CSV without its index, atomically, then its checksum file.
+
+    ``summarises``: another results file this one is computed from (tune_summary.csv
+    from tune.csv); its current checksum is recorded, so a reader can tell that the
+    two belong together (``verify_results_file`` checks it).
+    """
+    path = Path(path)
+    data = table.to_csv(index=False).encode("utf-8")
+    atomic_write(path, lambda handle: handle.write(data))
+    lines = [f"{_ROWS}{len(table)}"]
+    if summarises is not None:
+        source = Path(summarises)
+        lines.append(f"{_SUMMARISES}{source.name} {sha256_hex(source.read_bytes())}")
+    lines.append(f"{sha256_hex(data)}  {path.name}")
+    atomic_write_text(checksum_path(path), "\n".join(lines) + "\n")
+    return path
+
+
+def verify_results_file(path: str | os.PathLike, data: bytes) -> int | None:
+    """Checks ``data`` (the bytes read from results file ``path``) against its checksum file.
+
+    Returns the recorded number of data rows, or None when there is no checksum
+    file (a hand-made or older file: the caller treats it as unverified). Raises
+    ValueError (one line naming the file) when the checksum file is unreadable,
+    the bytes do not match it (cut short, edited, or a kill between writes), or
+    the file it summarises has changed since.
+    """
+    path = Path(path)
+    sidecar = checksum_path(path)
+    if not sidecar.is_file():
+        return None
+    advice = f"re-run the command that wrote it, or delete {sidecar.name} to read {path.name} as an unverified file"
+    try:
+        lines = sidecar.read_text(encoding="utf-8").splitlines()
+        rows = int(next(line for line in lines if line.startswith(_ROWS))[len(_ROWS):])
+        digest = next(line for line in lines if line and not line.startswith("#")).split()[0]
+    except (OSError, UnicodeDecodeError, ValueError, StopIteration, IndexError):
+        raise ValueError(f"{path}: its checksum file {sidecar.name} is unreadable; {advice}") from None
+    if sha256_hex(data) != digest:
+        raise ValueError(
+            f"{path} does not match its checksum in {sidecar.name} (cut short, edited, or written "
+            f"by an interrupted run); {advice}"
+        )
+    for line in lines:
+        if line.startswith(_SUMMARISES):
+            name, _, recorded = line[len(_SUMMARISES):].rpartition(" ")
+            source = path.with_name(name)
+            if not source.is_file() or sha256_hex(source.read_bytes()) != recorded:
+                raise ValueError(
+                    f"{path} summarises another {name} than the one beside it (a run interrupted "
+                    f"between its writes, or files mixed from two runs); {advice}"
+                )
+    return rows
 
 
 def check_output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:

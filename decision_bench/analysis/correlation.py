@@ -9,6 +9,21 @@ statistic over `num_resamples` resamples of the points with replacement.
 
 All functions are pure: randomness comes from an explicit seed or
 numpy.random.Generator.
+
+How many resamples an interval needs (`min_resamples`): a percentile interval
+reads its bounds from the tails of the bootstrap distribution, so each tail must
+hold enough draws for its percentile to be more than the most extreme one or two
+values. The rule here: at least MIN_TAIL_DRAWS = 10 draws beyond each bound, i.e.
+num_resamples * tail >= 10 with tail the smaller tail fraction; for the 90%
+interval used throughout (5th-95th percentiles) that is >= 200 resamples.
+Smaller counts are refused (ValueError naming num_resamples). When degenerate
+resamples (constant x or y) are left out and fewer than that many finite draws
+remain, the interval is NaN and the verdict undecided.
+
+An interval that excludes its own estimate (`excludes_estimate`) is possible:
+with few or tied points the bootstrap distribution of a correlation can be very
+skewed (resamples that repeat points are pulled towards +-1). Such an interval
+is reported with `SKEWED_NOTE` beside it and never used for a verdict.
 """
 
 from __future__ import annotations
@@ -21,6 +36,14 @@ from scipy import stats
 
 __all__ = [
     "CorrelationResult",
+    "DEFAULT_PERCENTILES",
+    "MIN_TAIL_DRAWS",
+    "SKEWED_NOTE",
+    "check_num_resamples",
+    "excludes_estimate",
+    "interval_text",
+    "min_resamples",
+    "percentile_interval",
     "bootstrap_correlations",
     "correlate",
     "pearson",
@@ -29,6 +52,68 @@ __all__ = [
 ]
 
 MIN_POINTS = 3  # with 2 points any correlation is +-1
+MIN_TAIL_DRAWS = 10  # bootstrap draws needed beyond each bound of a percentile interval
+DEFAULT_PERCENTILES = (5.0, 95.0)  # the papers' 90% interval
+SKEWED_NOTE = "interval excludes the estimate: skewed bootstrap, no verdict from it"
+
+
+def _tail_fraction(percentiles: tuple[float, float]) -> float:
+    low, high = percentiles
+    return min(float(low), 100.0 - float(high)) / 100.0
+
+
+def min_resamples(percentiles: tuple[float, float] = DEFAULT_PERCENTILES) -> int:
+    """The fewest resamples whose percentile interval has MIN_TAIL_DRAWS draws beyond
+    each bound: ceil(10 / tail), 200 for the (5, 95) percentiles. An interval with a
+    bound at 0 or 100 (the sample minimum or maximum) is never well estimated: refused."""
+    tail = _tail_fraction(percentiles)
+    if tail <= 0:
+        raise ValueError(f"percentiles must lie strictly inside (0, 100) for a bootstrap interval, got {percentiles!r}")
+    # Rounded before the ceiling: (1 - 0.9) / 2 is 0.04999..., which must still give 200.
+    return int(np.ceil(round(MIN_TAIL_DRAWS / tail, 6)))
+
+
+def check_num_resamples(
+    num_resamples: Any, percentiles: tuple[float, float] = DEFAULT_PERCENTILES, name: str = "num_resamples"
+) -> int:
+    """num_resamples as an int, or a one-line ValueError naming `name` and the minimum
+    for an interval at `percentiles` (see min_resamples)."""
+    minimum = min_resamples(percentiles)
+    if isinstance(num_resamples, bool) or not isinstance(num_resamples, (int, np.integer)) or num_resamples < minimum:
+        level = float(percentiles[1]) - float(percentiles[0])
+        raise ValueError(
+            f"{name} must be an integer >= {minimum} for a {level:g}% percentile interval "
+            f"(>= {MIN_TAIL_DRAWS} resamples beyond each bound), got {num_resamples!r}"
+        )
+    return int(num_resamples)
+
+
+def percentile_interval(draws: np.ndarray, percentiles: tuple[float, float] = DEFAULT_PERCENTILES) -> tuple[float, float]:
+    """The (low, high) percentiles of the finite draws; NaN when fewer finite draws
+    remain than min_resamples(percentiles) asks for (too many degenerate resamples)."""
+    values = np.asarray(draws, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if values.size < min_resamples(percentiles):
+        return float("nan"), float("nan")
+    low, high = np.percentile(values, list(percentiles))
+    return float(low), float(high)
+
+
+def excludes_estimate(estimate: float, low: float, high: float) -> bool:
+    """True when a defined interval does not contain its own point estimate."""
+    if not (np.isfinite(estimate) and np.isfinite(low) and np.isfinite(high)):
+        return False
+    return not (low <= estimate <= high)
+
+
+def interval_text(estimate: float, low: float, high: float, digits: int = 3) -> str:
+    """"est [low, high]", with SKEWED_NOTE in parentheses when the interval excludes the estimate."""
+
+    def fmt(value: float) -> str:
+        return "nan" if not np.isfinite(value) else f"{value:.{digits}f}"
+
+    text = f"{fmt(estimate)} [{fmt(low)}, {fmt(high)}]"
+    return text + f" ({SKEWED_NOTE})" if excludes_estimate(estimate, low, high) else text
 
 
 def _as_pair(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -81,7 +166,9 @@ def bootstrap_correlations(
 
     Args:
       x, y: [n] positive values (one per agent-seed point).
-      num_resamples: B, the number of resamples (each draws n points with replacement).
+      num_resamples: B, the number of resamples (each draws n points with replacement);
+        any B >= 1 (the draws themselves; an interval from them needs
+        min_resamples(), which `correlate` enforces).
       rng: a numpy Generator or a seed for one.
 
     Returns:
@@ -124,17 +211,19 @@ def correlate(
     y,
     num_resamples: int = 1000,
     rng: np.random.Generator | int | None = 0,
-    percentiles: tuple[float, float] = (5.0, 95.0),
+    percentiles: tuple[float, float] = DEFAULT_PERCENTILES,
 ) -> CorrelationResult:
     """Pearson (log scale) and Spearman correlation with bootstrap intervals.
 
     Args:
       x, y: [n] positive values, n >= 3.
-      num_resamples: number of bootstrap resamples.
+      num_resamples: number of bootstrap resamples, >= min_resamples(percentiles)
+        (200 for the default 90% interval).
       rng: numpy Generator or seed.
       percentiles: the interval's lower and upper percentiles (paper: 5th, 95th).
 
-    Degenerate resamples (constant x or y) are left out of the percentiles.
+    Degenerate resamples (constant x or y) are left out of the percentiles; if
+    fewer than min_resamples(percentiles) finite draws remain, the interval is NaN.
     """
     x, y = _as_pair(x, y)
     if len(x) < MIN_POINTS:
@@ -142,17 +231,10 @@ def correlate(
     lo, hi = percentiles
     if not 0 <= lo < hi <= 100:
         raise ValueError(f"percentiles must satisfy 0 <= low < high <= 100, got {percentiles!r}")
+    check_num_resamples(num_resamples, percentiles)
     draws = bootstrap_correlations(x, y, num_resamples, rng)
-
-    def interval(values: np.ndarray) -> tuple[float, float]:
-        values = values[np.isfinite(values)]
-        if values.size == 0:
-            return float("nan"), float("nan")
-        low, high = np.percentile(values, [lo, hi])
-        return float(low), float(high)
-
-    p_low, p_high = interval(draws["pearson_log"])
-    s_low, s_high = interval(draws["spearman"])
+    p_low, p_high = percentile_interval(draws["pearson_log"], percentiles)
+    s_low, s_high = percentile_interval(draws["spearman"], percentiles)
     return CorrelationResult(
         pearson_log=pearson_log(x, y),
         pearson_ci_low=p_low,

@@ -33,8 +33,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from decision_bench._src.files import atomic_write_text
-from decision_bench.analysis.correlation import MIN_POINTS, _pearson_rows
+from decision_bench._src.files import write_results_csv
+from decision_bench.analysis.correlation import (
+    MIN_POINTS,
+    _pearson_rows,
+    check_num_resamples,
+    interval_text,
+    percentile_interval,
+)
 from decision_bench.analysis.figures import _agent_order, _new_figure, _plain_log_ticks, _save, _skip
 from decision_bench.analysis.join import METRIC_LABELS, metric_rows
 
@@ -129,11 +135,8 @@ def _spearman_bootstrap(
     rho = float(_pearson_rows(stats.rankdata(x), stats.rankdata(y)))
     idx = rng.integers(0, len(x), size=(num_resamples, len(x)))
     draws = _pearson_rows(stats.rankdata(x[idx], axis=-1), stats.rankdata(y[idx], axis=-1))
-    draws = draws[np.isfinite(draws)]
-    if draws.size == 0:
-        return rho, float("nan"), float("nan")
-    low, high = np.percentile(draws, [5.0, 95.0])
-    return rho, float(low), float(high)
+    low, high = percentile_interval(draws)  # NaN when too few draws are defined
+    return rho, low, high
 
 
 def rank_correlations(table: pd.DataFrame, num_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -142,7 +145,9 @@ def rank_correlations(table: pd.DataFrame, num_resamples: int = 1000, seed: int 
 
     A distance with fewer than MIN_POINTS agents with finite values gets NaN
     statistics (and its n). Each distance has its own Generator from (seed, its index).
+    num_resamples must be >= 200 (correlation.min_resamples for the 90% interval).
     """
+    check_num_resamples(num_resamples)
     records = []
     for index, distance in enumerate(DISTANCES):
         x = pd.to_numeric(table.get(distance, pd.Series(dtype=float)), errors="coerce").to_numpy(float)
@@ -220,8 +225,8 @@ def report_section(table: pd.DataFrame, correlations: pd.DataFrame, floor: float
         if np.isfinite(row["spearman"]):
             lines.append(
                 f"- Spearman rank correlation across agents of {DISTANCE_LABELS[row['distance']]} with d_KL^10 "
-                f"to the environment: {_fmt(row['spearman'])} [{_fmt(row['spearman_ci_low'])}, "
-                f"{_fmt(row['spearman_ci_high'])}] (90% bootstrap interval over agents), n = {int(row['n'])} agents."
+                f"to the environment: {interval_text(row['spearman'], row['spearman_ci_low'], row['spearman_ci_high'])} "
+                f"(90% bootstrap interval over agents), n = {int(row['n'])} agents."
             )
         else:
             lines.append(
@@ -259,7 +264,7 @@ def fidelity_outputs(
     floor = hmc_floor(testbed)
     paths = []
     for name, frame in (("fidelity.csv", table), ("fidelity_correlations.csv", correlations)):
-        atomic_write_text(directory / name, frame.to_csv(index=False))
+        write_results_csv(directory / name, frame)
         paths.append(directory / name)
     figures = tuple(plot_fidelity(table, floor, directory))
     return FidelityOutputs(tuple(paths), figures, report_section(table, correlations, floor))

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from decision_bench._src.files import atomic_write
-from decision_bench.analysis.correlation import CorrelationResult
+from decision_bench.analysis.correlation import CorrelationResult, interval_text
 from decision_bench.analysis.inputs import failed_rows
 from decision_bench.analysis.join import METRIC_LABELS, _finite_kl, metric_rows, present
 
@@ -169,8 +169,8 @@ def plot_regret_vs_kl(
     ax.set_xlabel(f"testbed {METRIC_LABELS[metric]}")
     ax.set_ylabel("bandit regret")
     ax.set_title(
-        f"Pearson (log) {result.pearson_log:.2f} [{result.pearson_ci_low:.2f}, {result.pearson_ci_high:.2f}]\n"
-        f"Spearman {result.spearman:.2f} [{result.spearman_ci_low:.2f}, {result.spearman_ci_high:.2f}], "
+        f"Pearson (log) {interval_text(result.pearson_log, result.pearson_ci_low, result.pearson_ci_high, 2)}\n"
+        f"Spearman {interval_text(result.spearman, result.spearman_ci_low, result.spearman_ci_high, 2)}, "
         f"n={result.n}",
         fontsize=9,
     )
@@ -282,8 +282,8 @@ def plot_agent_regret_vs_kl(
         ax.set_ylabel("agent mean bandit regret")
         r = results[metric]
         ax.set_title(
-            f"Pearson (log) {r.pearson_log:.2f} [{r.pearson_ci_low:.2f}, {r.pearson_ci_high:.2f}]\n"
-            f"Spearman {r.spearman:.2f} [{r.spearman_ci_low:.2f}, {r.spearman_ci_high:.2f}], n={r.n} agents",
+            f"Pearson (log) {interval_text(r.pearson_log, r.pearson_ci_low, r.pearson_ci_high, 2)}\n"
+            f"Spearman {interval_text(r.spearman, r.spearman_ci_low, r.spearman_ci_high, 2)}, n={r.n} agents",
             fontsize=8,
         )
     return _save(fig, directory, stem)

@@ -6,7 +6,9 @@ applies, the data row (1-based, header not counted), its CSV line number and the
 column, with what is accepted:
 
 - FileNotFoundError: the file does not exist;
-- ValueError: the file is not UTF-8 text, is empty, has a header but no rows,
+- ValueError: the file does not match its checksum file NAME.csv.sha256 (written
+  beside every results CSV by this package, `_src.files.write_results_csv`: a
+  file cut short, edited, or left by an interrupted run), or is not UTF-8 text, is empty, has a header but no rows,
   has a row with fewer or more fields than the header (a file cut off mid-row:
   pandas would silently fill the missing fields with NaN), lacks a required
   column, or has a value that is not a number where one is needed, is missing
@@ -42,6 +44,8 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+
+from decision_bench._src.files import verify_results_file
 
 __all__ = [
     "BANDIT_OPTIONAL",
@@ -102,7 +106,9 @@ def read_results_csv(
 ) -> tuple[pd.DataFrame, tuple[int, ...]]:
     """Reads a results CSV after checking its structure; returns (frame, line numbers).
 
-    Checks: the file exists (FileNotFoundError otherwise), is UTF-8 text, has a
+    Checks: the file exists (FileNotFoundError otherwise), matches its checksum
+    file and recorded row count when it has one (a file without one, e.g. made by
+    hand or by another tool, is read unverified), is UTF-8 text, has a
     header with no repeated `required` column, at least one data row, the same
     number of fields on every row as in the header, and every `required` column.
     `optional` is only named in the message about missing columns. The line
@@ -114,7 +120,9 @@ def read_results_csv(
     expected = f"required columns: {list(required)}" + (f"; optional: {list(optional)}" if optional else "")
     try:
         # utf-8-sig: a byte-order mark from a spreadsheet export is not part of the first column's name.
-        text = path.read_bytes().decode("utf-8-sig")
+        raw = path.read_bytes()
+        recorded_rows = verify_results_file(path, raw)
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise ValueError(
             f"{path} is not UTF-8 text (byte {error.start}); expected a CSV file with {expected}"
@@ -163,6 +171,8 @@ def read_results_csv(
         reason = " ".join(str(error).split())
         cut = "" if text.endswith(("\n", "\r")) else "; the file does not end with a newline: was it cut off?"
         raise ValueError(f"{path} is not a readable CSV file ({reason}){cut}") from None
+    if recorded_rows is not None and recorded_rows != len(frame):
+        raise ValueError(f"{path} has {len(frame)} data rows but its checksum file records {recorded_rows}")
     # The checks above used the same text, so the rows line up; if pandas ever
     # counts differently, messages name data rows without line numbers.
     return frame, tuple(lines) if len(lines) == len(frame) else ()

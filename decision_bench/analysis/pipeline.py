@@ -54,8 +54,17 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from decision_bench._src.files import atomic_write_text, check_output_dir
-from decision_bench.analysis.correlation import MIN_POINTS, CorrelationResult, correlate
+from decision_bench._src.files import atomic_write_text, check_output_dir, checksum_path, write_results_csv
+from decision_bench.analysis.correlation import (
+    MIN_POINTS,
+    SKEWED_NOTE,
+    CorrelationResult,
+    check_num_resamples,
+    correlate,
+    excludes_estimate,
+    interval_text,
+    min_resamples,
+)
 from decision_bench.analysis.fidelity import fidelity_outputs
 from decision_bench.analysis.figures import (
     all_figures,
@@ -108,11 +117,13 @@ LEVEL_DESCRIPTIONS = {
     "of all agents on that testbed seed, regret / mean regret of all agents on that bandit seed",
 }
 # The three verdicts (paper 000's hypothesis is a positive correlation: higher
-# d_KL, higher regret), decided by the 90% bootstrap interval of Pearson (log).
+# d_KL, higher regret), decided by the 90% bootstrap interval of Pearson (log),
+# and two ways of declining to decide.
 POSITIVE = "significantly positive"
 NEGATIVE = "significantly negative (opposite to the papers)"
 INSIGNIFICANT = "not significant"
 UNDECIDED = "undecided (the bootstrap interval is undefined)"
+SKEWED = "undecided (the bootstrap interval excludes the estimate: a skewed bootstrap)"
 # Metrics the analysis cannot do without; dkl_10_kappa2 is optional (only the
 # high-dimensional sweep measures it).
 REQUIRED_METRICS = ("dkl_1", "dkl_10")
@@ -230,13 +241,20 @@ def correlation_levels(
 
 
 def verdict(result: CorrelationResult) -> str:
-    """POSITIVE, NEGATIVE, INSIGNIFICANT or UNDECIDED from the 90% interval of Pearson (log).
+    """POSITIVE, NEGATIVE, INSIGNIFICANT, UNDECIDED or SKEWED from the 90% interval of Pearson (log).
 
     The papers' hypothesis is a positive correlation (higher d_KL, higher regret).
+    The rule: significant when the interval excludes 0 AND contains the point
+    estimate. An interval that excludes its own estimate comes from a skewed
+    bootstrap distribution (few or tied points); it says little about the sign, so
+    it gives SKEWED (undecided), never a significance, whichever side 0 is on.
+    An undefined interval (too few finite resamples) gives UNDECIDED.
     """
     low, high = result.pearson_ci_low, result.pearson_ci_high
     if not (np.isfinite(low) and np.isfinite(high)):
         return UNDECIDED
+    if excludes_estimate(result.pearson_log, low, high):
+        return SKEWED
     if low > 0:
         return POSITIVE
     if high < 0:
@@ -272,8 +290,8 @@ LEVEL_TITLES = {
 
 def _numbers(r: CorrelationResult) -> str:
     return (
-        f"Pearson (log) {_fmt(r.pearson_log)} [{_fmt(r.pearson_ci_low)}, {_fmt(r.pearson_ci_high)}], "
-        f"Spearman {_fmt(r.spearman)} [{_fmt(r.spearman_ci_low)}, {_fmt(r.spearman_ci_high)}], n = {r.n}"
+        f"Pearson (log) {interval_text(r.pearson_log, r.pearson_ci_low, r.pearson_ci_high)}, "
+        f"Spearman {interval_text(r.spearman, r.spearman_ci_low, r.spearman_ci_high)}, n = {r.n}"
     )
 
 
@@ -315,9 +333,9 @@ def headline(levels: dict[str, dict[str, CorrelationResult]]) -> str:
     reproduced = j == POSITIVE and m != POSITIVE
     text = (
         f"**Headline ({LEVEL_TITLES[level]}, n = {joint.n}).** Joint d_KL^10 vs regret: {j} "
-        f"(Pearson log {_fmt(joint.pearson_log)} [{_fmt(joint.pearson_ci_low)}, {_fmt(joint.pearson_ci_high)}]); "
+        f"(Pearson log {interval_text(joint.pearson_log, joint.pearson_ci_low, joint.pearson_ci_high)}); "
         f"marginal d_KL^1 vs regret: {m} "
-        f"(Pearson log {_fmt(marginal.pearson_log)} [{_fmt(marginal.pearson_ci_low)}, {_fmt(marginal.pearson_ci_high)}]). "
+        f"(Pearson log {interval_text(marginal.pearson_log, marginal.pearson_ci_low, marginal.pearson_ci_high)}). "
     )
     if reproduced:
         return text + "This run reproduces the papers' headline: joint prediction quality predicts regret, marginal does not."
@@ -390,8 +408,11 @@ def render_report(
         "The papers' hypothesis is a positive correlation: agents with higher testbed d_KL (worse predictions) "
         "have higher bandit regret. A correlation is called significantly positive or significantly negative "
         f"when the 90% bootstrap interval of Pearson (log) excludes 0 (5th-95th percentiles of {num_resamples} "
-        f"resamples of the points, seed {seed}), and not significant otherwise. Pearson is computed on log d_KL "
-        "and log regret; Spearman on ranks."
+        f"resamples of the points, seed {seed}) and contains the point estimate, and not significant otherwise. "
+        f"An interval that excludes its own estimate is marked \"{SKEWED_NOTE}\": with few or tied points the "
+        "bootstrap distribution is skewed, and such a row is undecided whichever side of 0 it lies. An interval "
+        f"needs {min_resamples()} finite resamples (10 beyond each bound); with fewer it is nan and undecided. "
+        "Pearson is computed on log d_KL and log regret; Spearman on ranks."
     )
     lines.append("")
     lines += [
@@ -449,12 +470,24 @@ def render_report(
     return "\n".join(lines)
 
 
+def _unverified_notes(directory: Path, names: Sequence[str]) -> list[str]:
+    """A note per input without a checksum file: made by hand or by another tool,
+    it was read as given (its structure and values checked, its completeness not)."""
+    return [
+        f"{name} has no checksum file ({checksum_path(directory / name).name}): read as an unverified "
+        "file (made by hand or by another tool); a cut-short copy cannot be detected"
+        for name in names
+        if not checksum_path(directory / name).is_file()
+    ]
+
+
 def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResult:
     """Reads DIR/testbed.csv and DIR/bandit.csv; writes correlations, figures, report.
 
     Args:
       directory: the results directory.
-      num_resamples: bootstrap resamples per correlation (>= 1).
+      num_resamples: bootstrap resamples per correlation, >= 200 (min_resamples():
+        10 resamples beyond each bound of the 90% interval).
       seed: seed of the bootstrap Generators.
 
     Both files are checked in full before any output is written, and the
@@ -467,8 +500,7 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
       decision_bench.analysis.inputs), or saying that too few points exist to
       correlate or that DIR is not writable.
     """
-    if isinstance(num_resamples, bool) or not isinstance(num_resamples, (int, np.integer)) or num_resamples < 1:
-        raise ValueError(f"num_resamples must be an integer >= 1, got {num_resamples!r}")
+    check_num_resamples(num_resamples)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
     directory = Path(directory)
@@ -503,7 +535,7 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
                     "table2.csv": table2_side_by_side(testbed),
                 }
                 for name, frame in tables.items():
-                    atomic_write_text(stage / name, frame.to_csv(index=False))
+                    write_results_csv(stage / name, frame)
                 staged = all_figures(testbed, main_bandit, joined, levels["agent_seed"], stage, agents, levels["agent"])
                 robust = None
                 if scope is not None:
@@ -519,6 +551,7 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
                 warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
         notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
         notes += list(robust.notes) if robust is not None else []
+        notes += _unverified_notes(directory, ("testbed.csv", "bandit.csv"))
         figures = [directory / path.name for path in staged]  # where they are once moved
         sections = render_robustness(robust) if robust is not None else ()
         text = render_report(
@@ -547,7 +580,7 @@ def _analyze_testbed_only(directory: Path, testbed_rows: pd.DataFrame, num_resam
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", RuntimeWarning)
                 testbed = drop_nonfinite_kl(testbed_rows)
-                atomic_write_text(stage / "table2.csv", table2_side_by_side(testbed).to_csv(index=False))
+                write_results_csv(stage / "table2.csv", table2_side_by_side(testbed))
                 staged = plot_normalised_kl(testbed, stage) + plot_prior_functions(testbed, stage)
                 fidelity = fidelity_outputs(testbed, stage, num_resamples, seed)
                 staged += list(fidelity.figures)
@@ -555,6 +588,7 @@ def _analyze_testbed_only(directory: Path, testbed_rows: pd.DataFrame, num_resam
             for record in caught:
                 warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
         notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
+        notes += _unverified_notes(directory, ("testbed.csv",))
         figures = [directory / path.name for path in staged]
         lines = [
             "# Testbed results",

@@ -45,7 +45,13 @@ import pandas as pd
 from scipy import stats
 
 from decision_bench._src.files import atomic_write
-from decision_bench.analysis.correlation import MIN_POINTS, _pearson_rows, correlate
+from decision_bench.analysis.correlation import (
+    MIN_POINTS,
+    _pearson_rows,
+    check_num_resamples,
+    correlate,
+    percentile_interval,
+)
 from decision_bench.analysis.inputs import (
     BANDIT_REQUIRED,
     BANDIT_SETTING_COLUMNS,
@@ -109,9 +115,11 @@ def _check_level(level: float) -> None:
         raise ValueError(f"level must be a number strictly between 0 and 1, got {level!r}")
 
 
-def _check_num_resamples(num_resamples: int) -> None:
-    if isinstance(num_resamples, bool) or not isinstance(num_resamples, numbers.Integral) or num_resamples < 1:
-        raise ValueError(f"num_resamples must be an integer >= 1, got {num_resamples!r}")
+def _check_num_resamples(num_resamples: int, level: float) -> None:
+    """Enough resamples for a `level` percentile interval (correlation.min_resamples:
+    10 beyond each bound, 200 at level 0.90). `level` is checked first."""
+    _check_level(level)
+    check_num_resamples(num_resamples, (100.0 * (1 - level) / 2, 100.0 * (1 + level) / 2))
 
 
 # ---------------------------------------------------------------------------
@@ -478,8 +486,7 @@ def bootstrap_model_correlations(
     """
     metric = _canonical_metric(metric)
     _check_method(method)
-    _check_num_resamples(num_resamples)
-    _check_level(level)
+    _check_num_resamples(num_resamples, level)
     grid = _grid(results, metric)
     num_seeds = len(grid.seeds)
     scores = pd.DataFrame(
@@ -510,7 +517,8 @@ def bootstrap_model_correlations(
             RuntimeWarning,
             stacklevel=2,
         )
-    mean_low, mean_high = (np.percentile(means[valid], q) if valid.any() else (np.nan, np.nan))
+    # NaN when too few replicates are defined for the interval (correlation.min_resamples).
+    mean_low, mean_high = percentile_interval(means, (float(q[0]), float(q[1])))
 
     def frame(values: np.ndarray) -> pd.DataFrame:
         return pd.DataFrame(values, index=point.index, columns=point.columns)
@@ -605,8 +613,7 @@ def regret_kl_correlation_by_dimension(
         raise ValueError(f"metrics must be testbed metrics {sorted(METRICS)} (or aliases), got {list(metrics)!r}")
     if points not in ("agent", "agent_seed"):
         raise ValueError(f"points must be 'agent' or 'agent_seed', got {points!r}")
-    _check_num_resamples(num_resamples)
-    _check_level(level)
+    _check_num_resamples(num_resamples, level)
     percentiles = (100.0 * (1 - level) / 2, 100.0 * (1 + level) / 2)
 
     testbed = drop_nonfinite_kl(testbed)  # once here, so the warning is not repeated per dimension

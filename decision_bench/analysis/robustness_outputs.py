@@ -39,7 +39,8 @@ import numpy as np
 import pandas as pd
 
 from decision_bench.analysis.figures import _new_figure, _plain_log_ticks, _save
-from decision_bench._src.files import atomic_write_text
+from decision_bench._src.files import write_results_csv
+from decision_bench.analysis.correlation import interval_text
 from decision_bench.analysis.join import METRIC_LABELS, agent_level_points, join_regret, metric_rows
 from decision_bench.analysis.robustness import (
     CORRELATION_METHODS,
@@ -270,7 +271,7 @@ def robustness_outputs(
     if not by_dim.empty:
         tables["regret_by_dimension.csv"] = by_dim
     for name, frame in tables.items():
-        atomic_write_text(stage / name, frame.to_csv(index=False))
+        write_results_csv(stage / name, frame)
     return RobustnessOutputs(
         summary=tables["robustness_summary.csv"],
         matrices=tables["robustness_matrices.csv"],
@@ -349,7 +350,7 @@ def _plot_by_dimension(tb, bd, table, stage, matching, notes) -> list[Path]:
             if not row.empty:
                 r = row.iloc[0]
                 title += (
-                    f"\nPearson (log) {r.pearson_log:.2f} [{r.pearson_ci_low:.2f}, {r.pearson_ci_high:.2f}], "
+                    f"\nPearson (log) {interval_text(r.pearson_log, r.pearson_ci_low, r.pearson_ci_high, 2)}, "
                     f"n={int(r.n)}"
                 )
             ax.set_title(title, fontsize=8)
@@ -386,7 +387,7 @@ def render_robustness(result: RobustnessOutputs) -> list[str]:
             lines.append("")
             for metric, by_metric in rows.groupby("metric", sort=False):
                 parts = [
-                    f"{METHOD_NAMES[r['method']]} {_fmt(r['mean'])} [{_fmt(r['mean_low'])}, {_fmt(r['mean_high'])}]"
+                    f"{METHOD_NAMES[r['method']]} {interval_text(r['mean'], r['mean_low'], r['mean_high'], 2)}"
                     for _, r in by_metric.iterrows()
                 ]
                 r0 = by_metric.iloc[0]
@@ -410,9 +411,9 @@ def render_robustness(result: RobustnessOutputs) -> list[str]:
         ]
         for _, r in result.by_dimension.iterrows():
             lines.append(
-                f"- d = {r['input_dim']:g}, {METRIC_TEXT[r['metric']]}: Pearson (log) {_fmt(r['pearson_log'])} "
-                f"[{_fmt(r['pearson_ci_low'])}, {_fmt(r['pearson_ci_high'])}], Spearman {_fmt(r['spearman'])} "
-                f"[{_fmt(r['spearman_ci_low'])}, {_fmt(r['spearman_ci_high'])}], n = {int(r['n'])}."
+                f"- d = {r['input_dim']:g}, {METRIC_TEXT[r['metric']]}: Pearson (log) "
+                f"{interval_text(r['pearson_log'], r['pearson_ci_low'], r['pearson_ci_high'], 2)}, Spearman "
+                f"{interval_text(r['spearman'], r['spearman_ci_low'], r['spearman_ci_high'], 2)}, n = {int(r['n'])}."
             )
         lines.append("")
     return lines

@@ -11,9 +11,10 @@ import argparse
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
+from decision_bench.analysis.correlation import SKEWED_NOTE, excludes_estimate, min_resamples
 from decision_bench.analysis.pipeline import analyze
 
-__all__ = ["print_robustness", "register", "run"]
+__all__ = ["print_robustness", "print_skewed_intervals", "register", "run"]
 
 
 def _nonnegative_int(text: str) -> int:
@@ -23,10 +24,17 @@ def _nonnegative_int(text: str) -> int:
     return value
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
+def _resamples(text: str) -> int:
+    """--resamples: enough for the 90% interval (analysis.correlation.min_resamples)."""
+    minimum = min_resamples()
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < minimum:
+        raise argparse.ArgumentTypeError(
+            f"must be an integer >= {minimum} (10 resamples beyond each bound of the 90% interval), got {text}"
+        )
     return value
 
 
@@ -47,11 +55,21 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("directory", metavar="DIR", help="results directory")
     parser.add_argument(
-        "--resamples", type=_positive_int, default=1000, metavar="N", help="bootstrap resamples"
+        "--resamples", type=_resamples, default=1000, metavar="N",
+        help=f"bootstrap resamples, >= {min_resamples()} (10 beyond each bound of the 90%% interval)"
     )
     parser.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="bootstrap seed")
     parser.set_defaults(func=run)
     return parser
+
+
+def print_skewed_intervals(correlations: pd.DataFrame) -> None:
+    """A line under the printed table for each interval that excludes its own estimate."""
+    for _, row in correlations.iterrows():
+        for stat, low, high in (("pearson_log", "pearson_ci_low", "pearson_ci_high"),
+                                ("spearman", "spearman_ci_low", "spearman_ci_high")):  # fmt: skip
+            if excludes_estimate(row[stat], row[low], row[high]):
+                print(f"note: {row.get('level', '')} {row['metric']} {stat}: {SKEWED_NOTE} (see report.md)")
 
 
 def print_robustness(result) -> None:
@@ -88,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         print("testbed results only (no bandit.csv): no correlation with regret")
     else:
         print(result.correlations.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print_skewed_intervals(result.correlations)
     print_robustness(result)
     print(f"report: {result.report}")
     for path in result.figures:

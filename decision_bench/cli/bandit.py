@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
-from decision_bench._src.files import atomic_write, atomic_write_text
+from decision_bench._src.files import atomic_write, write_results_csv
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench.bandit import make_loop, run_bandit
 from decision_bench.cli.arguments import parse_agent_list
@@ -232,7 +232,7 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
     """Writes atomically (see ``_src/files.py``)."""
-    atomic_write_text(path, df.to_csv(index=False))
+    write_results_csv(path, df)  # with its checksum file
 
 
 def plot_regret(df: pd.DataFrame, path: Path) -> None:

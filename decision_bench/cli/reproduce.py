@@ -18,10 +18,10 @@ from pathlib import Path
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
-from decision_bench._src.validation import check_int
 from decision_bench.analysis import analyze
+from decision_bench.analysis.correlation import check_num_resamples
 from decision_bench.analysis.pipeline import headline
-from decision_bench.cli.analyze import print_robustness
+from decision_bench.cli.analyze import print_robustness, print_skewed_intervals
 from decision_bench.cli.arguments import parse_agent_list
 from decision_bench.experiments.executors import default_workers
 from decision_bench.experiments.presets import PRESET_NAMES, PRESET_SCOPE, Preset
@@ -46,6 +46,7 @@ def reproduce(
     agent files (``experiments.reproduce.load_agent_file``), run next to them;
     workers: local worker processes (the results do not depend on it).
     """
+    check_num_resamples(num_resamples)  # before hours of cells, not after
     # One claim of OUT (lock and manifest) for the cells and the analysis both;
     # run_preset's own claim inside it is the same run's, so it is re-entrant.
     with claim_preset_dir(preset, out, agents, agent_files, flag="--out") as out:
@@ -61,6 +62,7 @@ def _print_summary(out: Path, result, preset: str | None = None) -> None:
         cols = ["level"] + cols
     with pd.option_context("display.float_format", "{:.2f}".format, "display.width", 120):
         print(corr[cols].to_string(index=False))
+    print_skewed_intervals(corr)
     if result.levels:
         print("\n" + headline(result.levels).replace("**", ""))
     print_robustness(result)
@@ -93,7 +95,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         p.add_argument("--workers", default="auto",
                        help="cells computed at once by local worker processes (with --executor local): "
                        f"a count >= 1, or auto (the cores available, at most 4; here {default_workers()})")
-        p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+        p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (>= 200: 10 beyond each bound of the 90%% interval)")
         p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
         p.set_defaults(func=_run, preset_name="demo" if name == "demo" else None)
     return p
@@ -120,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
     # None (not given): the preset's agents; given, the shared rule (an empty list or a
     # repeated name is refused rather than falling back to the whole preset).
     agents = None if args.agents is None else parse_agent_list(args.agents)
-    check_int("resamples", args.resamples, 1)
+    check_num_resamples(args.resamples, name="resamples")
     workers = _workers(args.workers, args.executor)
     if agents:
         check_agents(agents)

@@ -63,7 +63,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from decision_bench._src.console import HelpFormatter
-from decision_bench._src.files import atomic_write_text, sha256_hex
+from decision_bench._src.files import atomic_write_text, sha256_hex, write_results_csv
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.validation import check_choice, check_int
 from decision_bench._src.versions import environment_info
@@ -476,7 +476,7 @@ def _main_realdata(
         cells, compute_realdata_cell, store,
         desc=REALDATA, describe=_describe_realdata, progress=not args.no_progress,
     )
-    atomic_write_text(out / "realdata.csv", frame.to_csv(index=False))
+    write_results_csv(out / "realdata.csv", frame)
     meta = {
         "versions": environment_info(),
         "sweep": REALDATA,
@@ -658,7 +658,7 @@ def _run_testbed_cells(args, out, sweep, custom, seeds, cells, reference, refere
         describe=_describe_testbed,
         progress=not args.no_progress,
     )
-    atomic_write_text(out / "testbed.csv", frame.to_csv(index=False))
+    write_results_csv(out / "testbed.csv", frame)
     meta = {
         "versions": environment_info(),
         "sweep": sweep.name,

@@ -1,7 +1,9 @@
 """``decision-bench tune AGENT --grid NAME=V1,V2 ...``: a hyperparameter grid as one
 vmapped program per setting (``decision_bench.evaluation.tune``), written as
 tune.csv (one row per grid point, setting, design and seed) and tune_summary.csv
-(one row per grid point, the best marked)."""
+(one row per grid point, the best marked). Each finished setting is stored at once
+in OUT/tune_settings/; after Ctrl-C or a kill, the same command resumes from the
+settings already done."""
 
 from __future__ import annotations
 
@@ -12,14 +14,18 @@ from typing import Sequence
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
-from decision_bench._src.files import atomic_write_text
+from decision_bench._src.files import write_results_csv
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench.evaluation.sweeps import SWEEP_NAMES
-from decision_bench.evaluation.tune import PAPER_GRIDS, grid_points, tune
+from decision_bench.agents.registry import names
+from decision_bench.evaluation.tune import PAPER_GRIDS, check_grid, grid_points, tune
 
 
 def _parse_grid(items: Sequence[str]) -> dict[str, tuple[float, ...]]:
-    """["l2=0.1,1,10", "learning_rate=1e-3"] -> {"l2": (0.1, 1.0, 10.0), ...}."""
+    """["l2=0.1,1,10", "learning_rate=1e-3"] -> {"l2": (0.1, 1.0, 10.0), ...}.
+
+    A name given in two --grid flags is refused (the second would silently replace
+    the first); the values themselves are checked by evaluation.tune.check_grid."""
     grid = {}
     for item in items:
         name, sep, values = item.partition("=")
@@ -29,6 +35,8 @@ def _parse_grid(items: Sequence[str]) -> dict[str, tuple[float, ...]]:
             parsed = ()
         if not sep or not name.strip() or not parsed:
             raise ValueError(f"--grid must look like NAME=V1,V2,... (numbers), got {item!r}")
+        if name.strip() in grid:
+            raise ValueError(f"--grid names {name.strip()!r} twice: give all its values in one --grid")
         grid[name.strip()] = parsed
     return grid
 
@@ -57,6 +65,8 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run_command(args: argparse.Namespace) -> int:
 
+    if args.agent not in names():
+        raise ValueError(f"unknown agent {args.agent!r} (known: {', '.join(names())})")
     if args.grid:
         grid = _parse_grid(args.grid)
     elif args.agent in PAPER_GRIDS:
@@ -66,15 +76,18 @@ def run_command(args: argparse.Namespace) -> int:
             f"--grid is needed for {args.agent!r}: the paper gives no real-valued grid for it "
             f"(paper grids: {sorted(PAPER_GRIDS)})"
         )
+    grid = check_grid(args.agent, grid)  # before the folder is touched or anything compiles
     arguments = {"agent": args.agent, "--grid": grid, "--sweep": args.sweep, "--seeds": args.seeds,
                  "--num-test": args.num_test, "--num-models": args.num_models}
     with claim_run_dir(args.out, "tune", arguments) as out:
         print(f"tuning {args.agent} over {len(grid_points(grid))} points: {grid}", file=sys.stderr)
         rows, summary = tune(args.agent, grid, args.sweep, args.seeds,
                              num_test=args.num_test, num_models=args.num_models,
-                             progress=not args.no_progress)
-        atomic_write_text(out / "tune.csv", rows.to_csv(index=False))
-        atomic_write_text(out / "tune_summary.csv", summary.to_csv(index=False))
+                             progress=not args.no_progress, resume_dir=out / "tune_settings")
+        write_results_csv(out / "tune.csv", rows)
+        # The summary's checksum file records tune.csv's checksum: a kill between the two
+        # writes leaves a pair that evaluation.tune.read_tune refuses, never a silent mix.
+        write_results_csv(out / "tune_summary.csv", summary, summarises=out / "tune.csv")
     with pd.option_context("display.float_format", "{:.4g}".format, "display.width", 120):
         print(summary.to_string(index=False))
     print(f"wrote {out / 'tune.csv'} and {out / 'tune_summary.csv'}")

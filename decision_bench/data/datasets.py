@@ -11,8 +11,8 @@ Where the data comes from (nothing is downloaded at run time):
 
 - bundled: "iris", "wine", "breast_cancer", "digits" from scikit-learn
   (``pip install decision-bench[data]``);
-- a CSV file (features then the integer label in the last column, an optional
-  header row) or a ``.npz`` file with arrays ``x`` and ``y`` (and optionally a
+- a UTF-8 CSV file (features then the integer label in the last column, an
+  optional header row: see ``load_csv`` for the header rule) or a ``.npz`` file with arrays ``x`` and ``y`` (and optionally a
   canonical test split ``x_test`` and ``y_test``);
 - arrays: ``(x, y)`` or ``(x_train, y_train, x_test, y_test)``, or a
   ``ClassificationData``.
@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import io
 import os
 from pathlib import Path
 from typing import Any
@@ -224,23 +225,46 @@ def _load_bundled(name: str) -> ClassificationData:
     return ClassificationData(name, bunch.data, bunch.target)
 
 
-def load_csv(path: str | os.PathLike, label_column: int = -1) -> ClassificationData:
-    """A CSV file of numeric features and an integer label column (default: the last).
+def load_csv(path: str | os.PathLike, label_column: int = -1, header: bool | None = None) -> ClassificationData:
+    """A UTF-8 CSV file of numeric features and an integer label column (default: the last).
 
-    A first row that does not parse as numbers is taken as a header.
+    The header rule (``header``):
+      True   the first row is a header (skipped);
+      False  every row is data;
+      None   (default) a first row that does not parse as numbers is a header, one
+             that does is data, except a first row that reads as column numbers
+             (0, 1, ..., k-1 or 1, ..., k, as pandas' to_csv writes for unnamed
+             columns): that is ambiguous and refused, asking for ``header``.
+    Raises ValueError (one line naming the file) for a missing or non-UTF-8 file,
+    the ambiguous header, or non-numeric values.
     """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"dataset file {str(path)!r} does not exist")
-    with path.open() as f:
-        first = f.readline()
+    if header is not None and not isinstance(header, bool):
+        raise ValueError(f"header must be True, False or None (auto), got {header!r}")
     try:
-        [float(v) for v in first.strip().split(",")]
-        skip = 0
-    except ValueError:
-        skip = 1  # a header row
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"dataset file {str(path)!r} is not UTF-8 text (byte {error.start}); save it as UTF-8 CSV"
+        ) from None
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if header is None:
+        try:
+            values = [float(v) for v in first.strip().split(",")]
+        except ValueError:
+            header = True
+        else:
+            header = False
+            count = len(values)
+            if values in ([float(i) for i in range(count)], [float(i) for i in range(1, count + 1)]):
+                raise ValueError(
+                    f"dataset file {str(path)!r}: its first row {first.strip()!r} could be a header of column "
+                    "numbers or a data row; pass header=True or header=False, or give the columns names"
+                )
     try:
-        table = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2)
+        table = np.loadtxt(io.StringIO(text), delimiter=",", skiprows=1 if header else 0, ndmin=2)
     except ValueError as error:
         raise ValueError(f"dataset file {str(path)!r}: could not read numbers ({error})") from None
     if table.shape[1] < 2:

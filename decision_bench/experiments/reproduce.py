@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from decision_bench._src.files import atomic_write_text, sha256_hex
+from decision_bench._src.files import atomic_write_text, sha256_hex, write_results_csv
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.validation import check_choice
 from decision_bench._src.versions import environment_info
@@ -334,8 +334,8 @@ def run_preset(
         )
         testbed = store.load([c for c in cells if c.kind == "testbed"])
         bandit = bandit_table(store, [c for c in cells if c.kind == "bandit"])
-        atomic_write_text(out / "testbed.csv", testbed.to_csv(index=False))
-        atomic_write_text(out / "bandit.csv", bandit.to_csv(index=False))
+        write_results_csv(out / "testbed.csv", testbed)
+        write_results_csv(out / "bandit.csv", bandit)
         run_info = {
             "preset": dataclasses.asdict(preset),
             "agents": list(all_agents),

@@ -209,7 +209,7 @@ def test_bootstrap_interval_contains_point_and_narrows_with_seeds(method):
 
 
 def test_bootstrap_mean_is_mean_of_off_diagonal_entries_and_interval_of_replicate_means():
-    result = R.bootstrap_model_correlations(_noisy(8), "dkl_10", "pearson_log", num_resamples=300, seed=3)
+    result = R.bootstrap_model_correlations(_noisy(8), "dkl_10", "pearson_log", num_resamples=400, seed=3)
     point = result.point.to_numpy()
     assert result.mean == pytest.approx(point[np.triu_indices(3, 1)].mean())
     replicate_means = result.draws[:, [0, 0, 1], [1, 2, 2]].mean(axis=1)
@@ -227,7 +227,7 @@ def test_bootstrap_resamples_seeds_jointly_across_agents_and_models():
     quality_by_model = np.stack([quality, quality**1.5, quality * [1, 2, 1, 1, 3]], axis=1)
     environment = rng.lognormal(sigma=1.5, size=(3, 10))
     kl = quality_by_model[:, :, None] * environment[None, :, :]
-    result = R.bootstrap_model_correlations(_testbed(kl, list(range(10))), "kl10", "pearson_log", 200, seed=1)
+    result = R.bootstrap_model_correlations(_testbed(kl, list(range(10))), "kl10", "pearson_log", 400, seed=1)
     np.testing.assert_allclose(result.low.to_numpy(), result.point.to_numpy(), atol=1e-9)
     np.testing.assert_allclose(result.high.to_numpy(), result.point.to_numpy(), atol=1e-9)
     assert result.point.loc["model0", "model2"] < 0.99  # the models do disagree, so the test is not vacuous
@@ -235,9 +235,9 @@ def test_bootstrap_resamples_seeds_jointly_across_agents_and_models():
 
 def test_bootstrap_is_reproducible_and_level_widens_interval():
     frame = _noisy(6)
-    a = R.bootstrap_model_correlations(frame, "dkl_10", "spearman", 200, seed=5, level=0.95)
-    b = R.bootstrap_model_correlations(frame, "dkl_10", "spearman", 200, seed=5, level=0.95)
-    c = R.bootstrap_model_correlations(frame, "dkl_10", "spearman", 200, seed=5, level=0.5)
+    a = R.bootstrap_model_correlations(frame, "dkl_10", "spearman", 400, seed=5, level=0.95)
+    b = R.bootstrap_model_correlations(frame, "dkl_10", "spearman", 400, seed=5, level=0.95)
+    c = R.bootstrap_model_correlations(frame, "dkl_10", "spearman", 400, seed=5, level=0.5)
     np.testing.assert_array_equal(a.draws, b.draws)
     assert c.mean_high - c.mean_low <= a.mean_high - a.mean_low
     assert a.summary()["num_models"] == 3 and a.summary()["method"] == "spearman"
@@ -302,7 +302,7 @@ def test_regret_kl_correlation_by_dimension_agent_level():
 
 def test_regret_kl_correlation_by_dimension_agent_seed_points_and_errors():
     testbed, bandit = _by_dimension_frames()
-    table = R.regret_kl_correlation_by_dimension(testbed, bandit, points="agent_seed", num_resamples=100)
+    table = R.regret_kl_correlation_by_dimension(testbed, bandit, points="agent_seed", num_resamples=200)
     assert (table["n"] == 15).all() and (table["points"] == "agent_seed").all()
     with pytest.raises(ValueError, match="bandit is missing column 'input_dim'"):
         R.regret_kl_correlation_by_dimension(testbed, bandit.drop(columns="input_dim"))
@@ -322,7 +322,7 @@ def test_regret_kl_correlation_by_dimension_agent_seed_points_and_errors():
 
 def test_heatmap_writes_png(tmp_path):
     pytest.importorskip("matplotlib")
-    result = R.bootstrap_model_correlations(_noisy(5), "dkl_10", "spearman", num_resamples=50)
+    result = R.bootstrap_model_correlations(_noisy(5), "dkl_10", "spearman", num_resamples=400)
     path = R.heatmap(result.point, "d_KL^10 (spearman)", tmp_path / "fig10.png", result.low, result.high)
     assert path == tmp_path / "fig10.png"
     data = path.read_bytes()
@@ -350,13 +350,13 @@ def test_bootstrap_leaves_out_incomplete_agents_and_counts_undefined_replicates(
     with pytest.warns(RuntimeWarning, match="no score for"):
         assert np.isnan(R.agent_scores(frame, "dkl_10").loc["agent3", "model2"])
     with pytest.warns(RuntimeWarning, match="leaving out agents"):
-        result = R.bootstrap_model_correlations(frame, "dkl_10", "spearman", 100)
+        result = R.bootstrap_model_correlations(frame, "dkl_10", "spearman", 400)
     assert result.num_agents == 3
     # A noisy estimate below 0 on seed 0: the point mean is > 0, but replicates
     # drawing seed 0 twice or more have a mean <= 0 and no log.
     frame = _testbed(kl, [0, 1, 2])
     frame.loc[(frame["agent"] == "agent0") & (frame["model"] == "model0"), "kl"] = [-1.0, 0.6, 0.6]
     with pytest.warns(RuntimeWarning, match="undefined correlation"):
-        result = R.bootstrap_model_correlations(frame, "dkl_10", "pearson_log", 300)
-    assert 0 < result.num_valid < 300
+        result = R.bootstrap_model_correlations(frame, "dkl_10", "pearson_log", 600)  # ~3 in 4 defined: >= 400 for the 95% interval
+    assert 0 < result.num_valid < 600
     assert np.isfinite(result.mean_low) and result.mean_low <= result.mean_high

@@ -71,7 +71,7 @@ def test_analyze_writes_matrices_figures_and_report_lines(tmp_path):
     testbed, bandit = _tables()
     _write(tmp_path, testbed, bandit)
     with pytest.warns(RuntimeWarning):  # the testbed has no d = 10 rows: noted, not an error
-        result = analyze(tmp_path, num_resamples=60, seed=0)
+        result = analyze(tmp_path, num_resamples=200, seed=0)
     robust = result.robustness
     assert robust is not None and robust.regret_dimension == 2
     summary = pd.read_csv(tmp_path / "robustness_summary.csv")
@@ -108,8 +108,8 @@ def test_headline_slice_equals_the_analysis_of_that_slice_alone(tmp_path):
     default_bd = bandit[(bandit["activation"] == "relu") & (bandit["hidden_sizes"] == "50-50") & (bandit["input_dim"] == 2)]
     _write(tmp_path / "one", default_tb, default_bd)
     with pytest.warns(RuntimeWarning):
-        mixed = analyze(tmp_path / "all", num_resamples=50)
-    alone = analyze(tmp_path / "one", num_resamples=50)
+        mixed = analyze(tmp_path / "all", num_resamples=200)
+    alone = analyze(tmp_path / "one", num_resamples=200)
     assert alone.robustness is None and not list((tmp_path / "one").glob("robustness_*"))
     pd.testing.assert_frame_equal(mixed.correlations, alone.correlations)
 
@@ -118,7 +118,7 @@ def test_missing_headline_family_in_bandit_is_one_line(tmp_path):
     testbed, bandit = _tables()
     _write(tmp_path, testbed, bandit[bandit["activation"] == "tanh"])
     with pytest.raises(ValueError, match=r"^bandit.csv has no runs of the generative family 'relu-w50'[^\n]*$"):
-        analyze(tmp_path, num_resamples=20)
+        analyze(tmp_path, num_resamples=200)
 
 
 def test_model_correlations_against_hand_computed_values():

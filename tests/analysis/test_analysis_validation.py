@@ -60,7 +60,7 @@ def _analyze_error(directory) -> str:
     """The ValueError message of analyze(directory), checked to be one line, with nothing written."""
     before = _snapshot(directory)
     with pytest.raises(ValueError) as info:
-        analyze(directory, num_resamples=20)
+        analyze(directory, num_resamples=200)
     message = str(info.value)
     assert "\n" not in message
     assert _snapshot(directory) == before  # no output, not even a staging folder
@@ -217,7 +217,7 @@ def test_a_negative_kl_within_its_monte_carlo_noise_is_accepted_and_analysed(tmp
     assert read_testbed(path)["kl"].min() == -0.02
     assert set(normalised_kl_table(testbed)["metric"]) == {"dkl_10"}  # no ratio to a mean <= 0
     with pytest.warns(RuntimeWarning) as caught:
-        result = analyze(tmp_path, num_resamples=20)
+        result = analyze(tmp_path, num_resamples=200)
     assert any("dkl_1 (agent_seed level): dropping 3 points with kl <= 0" in str(w.message) for w in caught)
     assert (tmp_path / "fig2_normalised_kl.png").stat().st_size > 1000
     assert set(result.correlations["metric"]) == {"dkl_1", "dkl_10"}
@@ -237,8 +237,8 @@ def test_a_bandit_table_with_only_agent_seed_step_and_cumulative_regret_is_analy
     bandit = pd.read_csv(minimal / "bandit.csv")[["agent", "seed", "step", "cumulative_regret"]]
     # Rows in any order: the final regret is the one of each run's last step.
     bandit.sample(frac=1.0, random_state=0).to_csv(minimal / "bandit.csv", index=False)
-    expected = analyze(full, num_resamples=50).correlations
-    result = analyze(minimal, num_resamples=50)
+    expected = analyze(full, num_resamples=200).correlations
+    result = analyze(minimal, num_resamples=200)
     pd.testing.assert_frame_equal(result.correlations, expected)
     assert (minimal / "fig7_regret_curves.png").stat().st_size > 1000
 
@@ -258,7 +258,7 @@ def test_a_testbed_table_with_only_the_required_columns_is_analysed(tmp_path):
     path = tmp_path / "testbed.csv"
     pd.read_csv(path)[["agent", "tau", "kappa", "seed", "kl"]].to_csv(path, index=False)
     with pytest.warns(RuntimeWarning, match="figure fig5_prior_functions skipped: needs the testbed column num_train"):
-        result = analyze(tmp_path, num_resamples=20)
+        result = analyze(tmp_path, num_resamples=200)
     assert set(result.correlations["metric"]) == {"dkl_1", "dkl_10"}
     table2 = pd.read_csv(tmp_path / "table2.csv").set_index("agent")
     assert set(table2["settings"]) == {1}  # without setting columns all rows are one setting
@@ -277,19 +277,19 @@ def test_a_failure_while_writing_figures_leaves_no_new_outputs(tmp_path, monkeyp
     monkeypatch.setattr(figures, "plot_regret_vs_kl", _failing_plot)
     with pytest.raises(RuntimeError, match="figure writer failed"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        analyze(tmp_path, num_resamples=20)
+        analyze(tmp_path, num_resamples=200)
     # Tables and Figs. 2, 5, 7 were written before the failure: none is in DIR.
     assert {p.name for p in tmp_path.iterdir()} == INPUTS
 
 
 def test_a_failure_while_writing_figures_leaves_previous_outputs_unchanged(tmp_path, monkeypatch):
     _write_results(tmp_path)
-    analyze(tmp_path, num_resamples=20, seed=0)
+    analyze(tmp_path, num_resamples=200, seed=0)
     before = _snapshot(tmp_path)
     assert {"report.md", "correlations.csv", "fig2_normalised_kl.png", "fig9_regret_vs_dkl10.pdf"} <= set(before)
     monkeypatch.setattr(figures, "plot_regret_vs_kl", _failing_plot)
     with pytest.raises(RuntimeError, match="figure writer failed"):
-        analyze(tmp_path, num_resamples=30, seed=1)  # different numbers: a partial set would show
+        analyze(tmp_path, num_resamples=300, seed=1)  # different numbers: a partial set would show
     assert _snapshot(tmp_path) == before
 
 
@@ -300,7 +300,7 @@ def test_the_command_reports_bad_input_in_one_line_and_exits_2(tmp_path, capsys)
     _write_results(tmp_path)
     path = tmp_path / "testbed.csv"
     path.write_text(path.read_text()[:-10])
-    assert cli.main(["analyze", str(tmp_path), "--resamples", "20"]) == 2
+    assert cli.main(["analyze", str(tmp_path), "--resamples", "200"]) == 2
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
     assert len(lines) == 1, captured.err

@@ -105,3 +105,30 @@ def test_the_command_caches_by_default_and_not_with_no_compile_cache(tmp_path):
                 {ENV_VAR: str(tmp_path / "off_cache")})  # fmt: skip
     assert (tmp_path / "off" / "bandit.csv").exists()
     assert not (tmp_path / "off_cache").exists()
+
+
+# Enables the cache in argv[1], makes every entry write fail as on a full disk
+# (ENOSPC from JAX's cache store) and compiles five different programs.
+FULL_DISK_CACHE = """
+import errno, os, sys
+import jax, jax.numpy as jnp
+from jax._src import compilation_cache
+from decision_bench._src.compile_cache import enable_compile_cache
+
+def full_disk(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+compilation_cache.put_executable_and_time = full_disk
+enable_compile_cache(sys.argv[1])
+for fn in (jnp.sin, jnp.cos, jnp.tanh, jnp.exp, jnp.log1p):  # programs jit_sin, jit_cos, ...
+    jax.jit(fn)(jnp.arange(3.0)).block_until_ready()
+print("done")
+"""
+
+
+def test_a_cache_that_stops_storing_warns_once_per_process(tmp_path):
+    cache = tmp_path / "xla"
+    result = subprocess.run([sys.executable, "-c", FULL_DISK_CACHE, str(cache)], capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    assert result.returncode == 0 and result.stdout.strip() == "done", result.stderr
+    assert result.stderr.count("the compilation cache cannot store programs") == 1, result.stderr
+    assert "Error writing persistent compilation cache entry" not in result.stderr

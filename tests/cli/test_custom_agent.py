@@ -64,7 +64,7 @@ def _tiny_preset() -> Preset:
 
 def test_custom_agent_runs_through_testbed_bandit_and_analysis_and_resumes(agent_file, tmp_path, monkeypatch):
     out = tmp_path / "run"
-    result = reproduce(_tiny_preset(), out, agent_files=(str(agent_file),), num_resamples=50, progress=False)
+    result = reproduce(_tiny_preset(), out, agent_files=(str(agent_file),), num_resamples=200, progress=False)
     testbed = pd.read_csv(out / "testbed.csv")
     bandit = pd.read_csv(out / "bandit.csv")
     assert set(testbed["agent"]) == {"mlp", "anchored_linear"}
@@ -80,7 +80,7 @@ def test_custom_agent_runs_through_testbed_bandit_and_analysis_and_resumes(agent
         raise AssertionError(f"cell {cell.id} was recomputed")
 
     monkeypatch.setattr(reproduce_module.CellRunner, "__call__", no_compute)
-    reproduce(_tiny_preset(), out, agent_files=(str(agent_file),), num_resamples=50, progress=False)
+    reproduce(_tiny_preset(), out, agent_files=(str(agent_file),), num_resamples=200, progress=False)
     pd.testing.assert_frame_equal(pd.read_csv(out / "testbed.csv"), testbed)
 
 

@@ -263,8 +263,30 @@ def test_correlate_with_realdata_on_a_monotone_relation():
         [{"agent": a, "tau": t, "kappa": k, "nll": 1 + kl[a] ** 2 * t} for a in agents for t, k in ((1, None), (10, 2))]
         + [{"agent": "a", "tau": 10, "kappa": 2, "nll": np.nan}]  # a failed row: left out
     )
-    result = correlate_with_realdata(testbed, realdata, num_resamples=50)
+    result = correlate_with_realdata(testbed, realdata, num_resamples=200)
     assert len(result.table) == 2 and (result.table["num_agents"] == 4).all()
     assert (result.table["spearman"] == 1.0).all()
     assert (result.table["pearson_log"] > 0).all()
     assert len(result.points) == 8 and (result.points["realdata_rows"] == 1).all()
+
+
+def test_a_header_of_column_numbers_is_refused_as_ambiguous_and_header_decides(tmp_path):
+    from decision_bench.data.datasets import load_csv
+
+    path = tmp_path / "numbered.csv"
+    pd.DataFrame([[0.5, 1.5, 0], [0.2, 0.1, 1], [0.3, 0.9, 1]]).to_csv(path, index=False)  # header "0,1,2"
+    with pytest.raises(ValueError, match=r"numbered.csv.*first row '0,1,2' could be a header .* header=True"):
+        load_csv(path)
+    with_header = load_csv(path, header=True)
+    assert with_header.x.shape == (3, 2) and sorted(set(with_header.y.tolist())) == [0, 1]
+    as_data = load_csv(path, header=False)  # the caller's explicit choice: the row is data
+    assert as_data.x.shape == (4, 2) and as_data.y.tolist()[0] == 2
+
+
+def test_a_non_utf8_data_file_is_named(tmp_path):
+    from decision_bench.data.datasets import load_csv
+
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("x\u00e9,y\n0.1,0\n0.2,1\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.csv' is not UTF-8 text \(byte 1\)"):
+        load_csv(path)

@@ -44,7 +44,7 @@ def test_tiny_robustness_study_end_to_end(tmp_path, monkeypatch):
     )
     out = tmp_path / "run"
     with pytest.warns(RuntimeWarning):
-        result = reproduce(preset, out, num_resamples=30, progress=False)
+        result = reproduce(preset, out, num_resamples=200, progress=False)
 
     bandit = pd.read_csv(out / "bandit.csv")
     assert {"activation", "hidden_sizes", "input_dim"} <= set(bandit.columns)
@@ -77,5 +77,5 @@ def test_tiny_robustness_study_end_to_end(tmp_path, monkeypatch):
 
     monkeypatch.setattr(reproduce_module.CellRunner, "__call__", no_compute)
     with pytest.warns(RuntimeWarning):
-        reproduce(preset, out, num_resamples=30, progress=False)
+        reproduce(preset, out, num_resamples=200, progress=False)
     pd.testing.assert_frame_equal(pd.read_csv(out / "bandit.csv"), bandit)
