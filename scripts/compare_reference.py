@@ -530,7 +530,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _ours_frame(args: argparse.Namespace, agent: str, ref_runs, num_ensemble, label) -> tuple[pd.DataFrame, str]:
+def _ours_frame(
+    args: argparse.Namespace, agent: str, ref_runs, num_ensemble, label
+) -> tuple[pd.DataFrame, str]:
     """Our rows (agent and, unless agent is mlp, our mlp) from --ours files or a new run."""
     if args.ours is not None:
         running_only = (("--seeds", args.seeds), ("--save", args.save), ("--set", args.overrides))

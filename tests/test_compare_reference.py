@@ -126,7 +126,8 @@ def test_verdict_fails_when_a_taus_mean_is_far_off_in_z_though_within_the_band(c
     ours = {(10, 0.1, 1): [1.20, 1.21, 1.22], (10, 0.1, 10): [10.0, 20.0, 30.0]}
     holds, reasons = _judge(cr, ref, ours)
     assert not holds
-    assert reasons[0].startswith("tau 1 ratio 1.198 within [0.8, 1.25], z +") and reasons[0].endswith("OUTSIDE +-3")
+    assert reasons[0].startswith("tau 1 ratio 1.198 within [0.8, 1.25], z +")
+    assert reasons[0].endswith("OUTSIDE +-3")
 
 
 def test_verdict_fails_on_one_large_z_even_when_ratios_are_in_band(cr):
@@ -225,7 +226,8 @@ def test_main_runs_ours_on_the_reference_settings_and_saves(cr, tmp_path, capsys
             "--num-models", "4", "--save", str(save), "--no-progress"]
     assert cr.main(argv) in (0, 1)
     printed = capsys.readouterr().out
-    assert "running uniform on 1 settings x 2 designs x 3 seeds, and mlp on the same problems" in printed and "verdict for uniform: acceptance" in printed
+    assert "running uniform on 1 settings x 2 designs x 3 seeds, and mlp on the same problems" in printed
+    assert "verdict for uniform: acceptance" in printed
     saved = pd.read_csv(save)
     assert len(saved) == 12 and set(saved["agent"]) == {"uniform", "mlp"}  # our mlp for the ratio
     assert set(saved["tau"]) == {1, 10} and set(saved["seed"]) == {0, 1, 2}
