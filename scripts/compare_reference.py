@@ -2,6 +2,7 @@
 
     python scripts/compare_reference.py --agent bbb --ours ours_bbb.csv --ours ours_mlp.csv
     python scripts/compare_reference.py --agent all --ours ours.csv     # every agent with figures
+    python scripts/compare_reference.py --agent epinet --reference ref_epinet.csv --reference ref_mlp.csv --ours ...
     python scripts/compare_reference.py [--agent mlp] [--seeds 20] [--save ours.csv]   # run ours
     python scripts/compare_reference.py --agent ensemble+ [--num-ensemble 30] --seeds 20
 
@@ -10,7 +11,7 @@ The reference figures are per problem: one d_KL per (T, beta, tau, seed) of
 neural_testbed (commits and patches in bench/data/REFERENCE.md). They are read
 from bench/data/reference_<agent>.csv and, for mlp and ensemble+, also from
 ../shared/reference/reference_testbed_runs.csv (a problem in both counts once);
---reference FILE reads one file instead. Its environments are not ours, so the
+--reference FILE (repeatable) reads those files instead. Its environments are not ours, so the
 comparison is of per-setting means over seeds, never of single problems. Ours
 runs on exactly the reference's (T, beta, tau) settings with more seeds
 (default 20; at least the reference's), together with our mlp, or is read from
@@ -484,10 +485,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--reference",
+        action="append",
         default=None,
-        help="read the reference's per-problem figures (agent and mlp) from this CSV only (default: "
-        "bench/data/reference_<agent>.csv and reference_mlp.csv, and "
-        "../shared/reference/reference_testbed_runs.csv beside the repository)",
+        metavar="FILE",
+        help="read the reference's per-problem figures from these CSVs only (repeatable; give one "
+        "with mlp too for the ratio to mlp; default: bench/data/reference_<agent>.csv and "
+        "reference_mlp.csv, and ../shared/reference/reference_testbed_runs.csv beside the repository)",
     )
     parser.add_argument(
         "--ours",
@@ -615,15 +618,16 @@ def run_agent(args: argparse.Namespace, agent: str) -> bool:
     the acceptance holds."""
     check_choice("--agent", agent, agents.names())
     if args.reference is not None:
-        reference_path = Path(args.reference)
-        reference = _read_csv(
-            reference_path,
-            "reference file",
+        hint = (
             "the reference's figures are bench/data/reference_<agent>.csv (and "
             "reference_testbed_runs.csv in shared/reference/ beside the repository); "
-            "pass a path with --reference FILE",
+            "pass a path with --reference FILE"
         )
-        source_ref = str(reference_path)
+        frames = [_read_csv(Path(path), "reference file", hint) for path in args.reference]
+        reference = pd.concat(frames, ignore_index=True)
+        if "problem_id" in reference.columns:
+            reference = reference.drop_duplicates(subset=["problem_id", "agent", "num_ensemble"])
+        source_ref = ", ".join(args.reference)
     else:
         reference, paths = load_reference(agent)
         source_ref = ", ".join(str(path) for path in paths)
@@ -664,7 +668,10 @@ def run(args: argparse.Namespace) -> bool:
     if args.agent != "all":
         return run_agent(args, args.agent)
     if args.reference is not None:
-        names = sorted(set(pd.read_csv(args.reference, usecols=["agent"])["agent"]) & set(agents.names()))
+        found = set()
+        for path in args.reference:
+            found |= set(_read_csv(Path(path), "reference file", "pass a path with --reference FILE")["agent"])
+        names = sorted(found & set(agents.names()))
     else:
         names = agents_with_figures()
     if not names:

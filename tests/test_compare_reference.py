@@ -307,3 +307,21 @@ def test_agent_all_compares_each_agent_and_its_ratio_to_mlp(cr, tmp_path, capsys
     # without our mlp the ratio cannot be formed, and the acceptance is not established
     assert cr.main(argv[:4] + ["--agent", "uniform", "--ours", str(tmp_path / "ours_uniform.csv")]) == 1
     assert "ratio to mlp not computed: ours has no mlp rows" in capsys.readouterr().out
+
+
+def test_reference_files_are_combined_when_given_twice(cr, tmp_path, capsys):
+    reference = pd.read_csv(_reference_csv(tmp_path / "ref.csv")).query("agent == 'mlp'")
+    other = reference.assign(agent="uniform", kl_estimate=reference["kl_estimate"] * 2)
+    other.to_csv(tmp_path / "ref_uniform.csv", index=False)
+    reference.to_csv(tmp_path / "ref_mlp.csv", index=False)
+    pd.concat([reference, other]).to_csv(tmp_path / "ref_both.csv", index=False)
+    ours = pd.concat([reference, other]).rename(columns={"problem_seed": "seed", "kl_estimate": "kl"})
+    ours.assign(kappa=None, input_dim=2).to_csv(tmp_path / "ours.csv", index=False)
+    tail = ["--agent", "uniform", "--ours", str(tmp_path / "ours.csv")]
+    assert cr.main(["--reference", str(tmp_path / "ref_both.csv"), *tail]) == 0
+    combined = capsys.readouterr().out
+    two = ["--reference", str(tmp_path / "ref_uniform.csv"), "--reference", str(tmp_path / "ref_mlp.csv")]
+    assert cr.main([*two, *tail]) == 0
+    separate = capsys.readouterr().out
+    assert "tau 10 ratio to mlp: reference 2.000 vs ours 2.000 (agree" in separate
+    assert separate.split("per setting:")[1] == combined.split("per setting:")[1]
