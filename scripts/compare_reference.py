@@ -1,16 +1,22 @@
 """Compare our testbed d_KL with the reference implementation's, setting by setting.
 
-    python scripts/compare_reference.py [--agent mlp] [--seeds 20] [--save ours.csv]
+    python scripts/compare_reference.py --agent bbb --ours ours_bbb.csv --ours ours_mlp.csv
+    python scripts/compare_reference.py --agent all --ours ours.csv     # every agent with figures
+    python scripts/compare_reference.py --agent epinet --reference ref_epinet.csv --reference ref_mlp.csv --ours ...
+    python scripts/compare_reference.py [--agent mlp] [--seeds 20] [--save ours.csv]   # run ours
     python scripts/compare_reference.py --agent ensemble+ [--num-ensemble 30] --seeds 20
-    python scripts/compare_reference.py --ours ours.csv        # redo the comparison only
 
-The reference figures (reference_testbed_runs.csv, measured on DeepMind's
-neural_testbed; see testbed_facts.md beside it, last two sections) are per
-problem: one d_KL per (T, beta, tau, seed) of ``classification_2d`` (d = 2, iid
-test inputs). Its environments are not ours, so the comparison is of per-setting
-means over seeds, never of single problems. This script runs ours on exactly
-the reference's (T, beta, tau) settings with more seeds (default 20; at least
-the reference's), or reads an earlier run with --ours, and prints:
+The reference figures are per problem: one d_KL per (T, beta, tau, seed) of
+``classification_2d`` (d = 2, iid test inputs), measured on DeepMind's
+neural_testbed (commits and patches in bench/data/REFERENCE.md). They are read
+from bench/data/reference_<agent>.csv and, for mlp and ensemble+, also from
+../shared/reference/reference_testbed_runs.csv (a problem in both counts once);
+--reference FILE (repeatable) reads those files instead. Its environments are not ours, so the
+comparison is of per-setting means over seeds, never of single problems. Ours
+runs on exactly the reference's (T, beta, tau) settings with more seeds
+(default 20; at least the reference's), together with our mlp, or is read from
+one or more --ours files (run_testbed's columns; they must hold our mlp too
+for the ratio to mlp). Printed per agent:
 
 - per setting (T, beta, tau): the reference's mean +- standard error over its
   seeds (std with ddof 1 / sqrt(n)), ours likewise, the z-score of the
@@ -19,10 +25,16 @@ the reference's), or reads an earlier run with --ours, and prints:
 - per tau: the mean over settings of the reference's and of our means, each
   with the standard error sqrt(sum of the settings' se^2) / num_settings, the
   ratio ours / reference and the z-score of the difference;
-- a verdict: the issue's acceptance holds when the ratio is within
-  [0.85, 1.15] at tau 1 and at tau 10 (those of the two the reference has for
-  the agent; ensemble+ has only tau 10) and no setting has |z| > 3 (a setting
-  whose z is undefined fails too).
+- per tau, the ratio to mlp WITHIN each side (reference agent / reference mlp,
+  ours / our mlp, on the settings where the reference has both): the ratio of
+  the mean over settings, with a delta-method standard error that keeps the
+  covariance of agent and mlp on the same problems (same seed = same
+  environment and data on either side), and the z of the two ratios' difference;
+- a verdict (the issue's acceptance): ratio ours/reference within [0.8, 1.25]
+  at tau 1 and at tau 10 (those of the two the reference has for the agent),
+  |z| <= 3 for each tau's mean over settings, no setting with |z| > 3.5 (an
+  undefined z fails too), and, for agents other than mlp, the two sides'
+  ratios to mlp differing by at most their combined standard error.
 
 When the reference's settings are not a full grid, ours runs the product of
 their T, beta and tau values and only the reference's settings are compared.
@@ -45,7 +57,9 @@ from decision_bench.evaluation import run_testbed
 from decision_bench.evaluation.sweeps import Sweep, custom_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_REFERENCE = ROOT.parent / "shared" / "reference" / "reference_testbed_runs.csv"
+BENCH_DATA = ROOT / "bench" / "data"
+SHARED_REFERENCE = ROOT.parent / "shared" / "reference" / "reference_testbed_runs.csv"
+BASELINE = "mlp"  # every agent's ratio to it is compared within each side
 REFERENCE_COLUMNS = (
     "agent", "num_ensemble", "tau", "num_train", "temperature", "problem_seed", "kl_estimate"
 )
@@ -53,8 +67,10 @@ OURS_COLUMNS = ("agent", "num_train", "temperature", "tau", "kappa", "seed", "kl
 KEYS = ["num_train", "temperature", "tau"]  # a setting of the comparison
 INPUT_DIM = 2  # the reference's classification_2d
 DEFAULT_SEEDS = 20
-RATIO_BAND = (0.85, 1.15)
-Z_MAX = 3.0
+RATIO_BAND = (0.8, 1.25)
+Z_MAX = 3.5  # any one setting
+Z_OVERALL_MAX = 3.0  # a tau's mean over settings
+RATIO_AGREEMENT = 1.0  # |difference of the ratios to mlp| <= this many combined standard errors
 JUDGED_TAUS = (1, 10)
 
 
@@ -193,18 +209,91 @@ def overall(comparison: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def ratio_to_baseline(agent_runs: pd.DataFrame, baseline_runs: pd.DataFrame, settings) -> pd.DataFrame:
+    """One side's ratio of an agent to its baseline (mlp) per tau, on the given settings.
+
+    agent_runs, baseline_runs: one row per problem (columns num_train,
+    temperature, tau, seed, kl; see _standard); settings: (T, beta, tau) keys,
+    each present in both. Per tau (index) with k settings: agent_mean and
+    baseline_mean, the means over settings of the per-setting means over seeds
+    (NaN kl left out); ratio = agent_mean / baseline_mean; se, its delta-method
+    standard error,
+
+        se = |ratio| * sqrt(var_A / A^2 + var_B / B^2 - 2 cov_AB / (A B)),
+
+    with var_A = sum of the settings' se^2 / k^2 (se as in summarize_settings),
+    likewise var_B, and cov_AB = sum over settings of c * n_p / (n_a n_b) / k^2,
+    where c is the covariance (ddof 1) of agent and baseline kl over the n_p
+    seeds both have at that setting (0 when n_p < 2): on either side a seed is
+    one environment and data set, shared by the agent and its baseline.
+    """
+    agent_summary, baseline_summary = summarize_settings(agent_runs), summarize_settings(baseline_runs)
+    rows = {}
+    for tau in sorted({key[2] for key in settings}):
+        keys = [key for key in settings if key[2] == tau]
+        k = len(keys)
+        a_rows, b_rows = agent_summary.loc[keys], baseline_summary.loc[keys]
+        agent_mean, baseline_mean = a_rows["mean"].mean(), b_rows["mean"].mean()
+        var_a = (a_rows["se"] ** 2).sum(skipna=False) / k**2
+        var_b = (b_rows["se"] ** 2).sum(skipna=False) / k**2
+        cov = 0.0
+        for key, a_n, b_n in zip(keys, a_rows["n"], b_rows["n"]):
+            paired = pd.merge(
+                _at(agent_runs, key), _at(baseline_runs, key), on="seed", suffixes=("_a", "_b")
+            ).dropna()
+            if len(paired) >= 2:
+                c = float(np.cov(paired["kl_a"], paired["kl_b"], ddof=1)[0, 1])
+                cov += c * len(paired) / (a_n * b_n)
+        cov /= k**2
+        ratio = agent_mean / baseline_mean
+        relative = var_a / agent_mean**2 + var_b / baseline_mean**2 - 2 * cov / (agent_mean * baseline_mean)
+        rows[tau] = {
+            "num_settings": k,
+            "agent_mean": agent_mean,
+            "baseline_mean": baseline_mean,
+            "ratio": ratio,
+            "se": abs(ratio) * math.sqrt(max(relative, 0.0)),
+        }
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "tau"
+    return table
+
+
+def _at(runs: pd.DataFrame, key) -> pd.DataFrame:
+    """The (seed, kl) rows of one setting key (T, beta, tau)."""
+    t, b, u = key
+    mask = (runs["num_train"] == t) & (runs["temperature"] == round(float(b), 10)) & (runs["tau"] == u)
+    return runs.loc[mask, ["seed", "kl"]]
+
+
+def compare_ratios(reference: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
+    """Both sides' ratio_to_baseline tables side by side (ref_*, ours_*) per tau,
+    with diff = ours_ratio - ref_ratio, combined_se = sqrt(ref_se^2 + ours_se^2),
+    z = diff / combined_se and agrees = |diff| <= RATIO_AGREEMENT * combined_se."""
+    table = pd.concat([reference.add_prefix("ref_"), ours.loc[reference.index].add_prefix("ours_")], axis=1)
+    table["diff"] = table["ours_ratio"] - table["ref_ratio"]
+    table["combined_se"] = np.sqrt(table["ref_se"] ** 2 + table["ours_se"] ** 2)
+    table["z"] = table["diff"] / table["combined_se"]
+    table["agrees"] = table["diff"].abs() <= RATIO_AGREEMENT * table["combined_se"]
+    return table
+
+
 def verdict(
     comparison: pd.DataFrame,
     overall_table: pd.DataFrame,
     band: tuple[float, float] = RATIO_BAND,
     z_max: float = Z_MAX,
     taus: tuple[int, ...] = JUDGED_TAUS,
+    z_overall_max: float = Z_OVERALL_MAX,
+    ratios: pd.DataFrame | None = None,
 ) -> tuple[bool, list[str]]:
     """Whether the acceptance holds, and the reasons (one short sentence each).
 
     Holds when, for every tau in taus that overall_table has (at least one
-    must be there), the ratio ours/reference is within band (inclusive), and
-    no setting of comparison has |z| > z_max or an undefined z.
+    must be there), the ratio ours/reference is within band (inclusive) and
+    the z of that tau's mean over settings is at most z_overall_max in size;
+    no setting of comparison has |z| > z_max or an undefined z; and, when
+    ratios (compare_ratios) is given, every judged tau's ratios to mlp agree.
     """
     low, high = band
     reasons, holds = [], True
@@ -216,10 +305,14 @@ def verdict(
         if tau not in overall_table.index:
             reasons.append(f"tau {tau} not in the reference for this agent")
             continue
-        ratio = overall_table.loc[tau, "ratio"]
+        ratio, z_tau = overall_table.loc[tau, "ratio"], overall_table.loc[tau, "z"]
         inside = bool(low <= ratio <= high)  # False for NaN
-        holds &= inside
-        reasons.append(f"tau {tau} ratio {ratio:.3f} {'within' if inside else 'OUTSIDE'} [{low}, {high}]")
+        near = bool(abs(z_tau) <= z_overall_max)  # False for NaN
+        holds &= inside and near
+        reasons.append(
+            f"tau {tau} ratio {ratio:.3f} {'within' if inside else 'OUTSIDE'} [{low}, {high}], "
+            f"z {z_tau:+.2f} {'within' if near else 'OUTSIDE'} +-{z_overall_max:g}"
+        )
     z = comparison["z"]
     far = comparison[z.abs() > z_max]
     undefined = comparison[z.isna()]
@@ -235,6 +328,20 @@ def verdict(
         )
     if not len(far) and not len(undefined):
         reasons.append(f"no setting with |z| > {z_max:g} (max |z| {z.abs().max():.2f})")
+    if ratios is not None:
+        for tau in judged:
+            if tau not in ratios.index:
+                holds = False
+                reasons.append(f"tau {tau}: no ratio to mlp (a side has no mlp on these settings)")
+                continue
+            row = ratios.loc[tau]
+            agrees = bool(row["agrees"])
+            holds &= agrees
+            reasons.append(
+                f"tau {tau} ratio to mlp: reference {row['ref_ratio']:.3f} vs ours {row['ours_ratio']:.3f} "
+                f"({'agree' if agrees else 'DISAGREE'}: difference {row['diff']:+.3f}, "
+                f"combined se {row['combined_se']:.3f})"
+            )
     return holds, reasons
 
 
@@ -275,6 +382,57 @@ def format_overall(overall_table: pd.DataFrame) -> str:
     return table.to_string()
 
 
+def format_ratios(ratios: pd.DataFrame) -> str:
+    """The per-tau within-side ratio to mlp table as text."""
+    table = pd.DataFrame(
+        {
+            "settings": ratios["ref_num_settings"],
+            "reference agent/mlp": [_pm(r, s) for r, s in zip(ratios["ref_ratio"], ratios["ref_se"])],
+            "ours agent/mlp": [_pm(r, s) for r, s in zip(ratios["ours_ratio"], ratios["ours_se"])],
+            "difference": ratios["diff"].map(lambda v: f"{v:+.4f}"),
+            "combined se": ratios["combined_se"].map(lambda v: f"{v:.4f}"),
+            "z": ratios["z"].map(lambda v: f"{v:+.2f}"),
+        },
+        index=ratios.index,
+    )
+    return table.to_string()
+
+
+def reference_files(agent: str) -> list[Path]:
+    """Where the reference's figures for agent may be: bench/data/reference_<agent>.csv,
+    then the shared file (which has mlp and ensemble+); the existing ones."""
+    candidates = [BENCH_DATA / f"reference_{agent}.csv", SHARED_REFERENCE]
+    return [path for path in candidates if path.is_file()]
+
+
+def agents_with_figures() -> list[str]:
+    """The registry agents that have reference figures (bench/data or the shared file), sorted."""
+    found = {path.name[len("reference_"):-len(".csv")] for path in BENCH_DATA.glob("reference_*.csv")}
+    if SHARED_REFERENCE.is_file():
+        found |= set(pd.read_csv(SHARED_REFERENCE, usecols=["agent"])["agent"].unique())
+    return sorted(found & set(agents.names()))
+
+
+def load_reference(agent: str) -> tuple[pd.DataFrame, list[Path]]:
+    """The reference's rows for agent and for mlp from their default files (see
+    reference_files), one row per (problem_id, agent, num_ensemble): a problem in
+    more than one file counts once, from bench/data."""
+    paths = list(dict.fromkeys(reference_files(agent) + reference_files(BASELINE)))
+    if not paths:
+        raise ValueError(
+            f"no reference figures for {agent!r}: expected bench/data/reference_{agent}.csv or "
+            f"{SHARED_REFERENCE}; pass a file with --reference FILE"
+        )
+    frames = []
+    for path in paths:
+        frame = pd.read_csv(path)
+        _missing_columns(frame, REFERENCE_COLUMNS, f"the reference file {path}")
+        frames.append(frame[frame["agent"].isin([agent, BASELINE])])
+    frame = pd.concat(frames, ignore_index=True)
+    identity = ["problem_id", "agent", "num_ensemble"] if "problem_id" in frame.columns else None
+    return frame.drop_duplicates(subset=identity, keep="first"), paths
+
+
 def reference_sweep(reference: pd.DataFrame, num_seeds: int) -> Sweep:
     """A custom sweep covering the reference's settings (the product of its T, beta
     and tau values; d = 2, iid designs)."""
@@ -312,7 +470,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--agent", default="mlp", help="agent to compare, as named in both (default: mlp)")
+    parser.add_argument(
+        "--agent",
+        default="mlp",
+        help="agent to compare, as named in both, or 'all' (every agent with reference figures; "
+        "default: mlp)",
+    )
     parser.add_argument(
         "--num-ensemble",
         type=int,
@@ -322,15 +485,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--reference",
-        default=str(DEFAULT_REFERENCE),
-        help="the reference's per-problem CSV (default: ../shared/reference/reference_testbed_runs.csv "
-        "from the repository root)",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="read the reference's per-problem figures from these CSVs only (repeatable; give one "
+        "with mlp too for the ratio to mlp; default: bench/data/reference_<agent>.csv and "
+        "reference_mlp.csv, and ../shared/reference/reference_testbed_runs.csv beside the repository)",
     )
     parser.add_argument(
         "--ours",
+        action="append",
         default=None,
-        help="read our rows from this CSV (decision-bench testbed's testbed.csv or an earlier --save) "
-        "instead of running (for ensemble agents the file's ensemble size is not checked)",
+        metavar="FILE",
+        help="read our rows from this CSV (repeatable; decision-bench testbed's testbed.csv or an "
+        "earlier --save) instead of running; they need our mlp too for the ratio to mlp (for "
+        "ensemble agents the file's ensemble size is not checked)",
     )
     parser.add_argument(
         "--seeds",
@@ -364,66 +533,113 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run(args: argparse.Namespace) -> bool:
-    """Loads or runs both sides, prints the comparison; returns whether the acceptance holds."""
-    check_choice("--agent", args.agent, agents.names())
-    reference_path = Path(args.reference)
-    reference = _read_csv(
-        reference_path,
-        "reference file",
-        "it is reference_testbed_runs.csv in the project's shared folder (shared/reference/ beside "
-        "the repository, with testbed_facts.md); pass its path with --reference FILE",
-    )
-    ref_runs, num_ensemble = reference_runs(reference, args.agent, args.num_ensemble)
-    ref_summary = summarize_settings(ref_runs)
-    ref_seeds = int(ref_runs.groupby(KEYS).size().max())
-    label = args.agent if num_ensemble is None else f"{args.agent} (num_ensemble {num_ensemble})"
+def _ours_frame(
+    args: argparse.Namespace, agent: str, ref_runs, num_ensemble, label
+) -> tuple[pd.DataFrame, str]:
+    """Our rows (agent and, unless agent is mlp, our mlp) from --ours files or a new run."""
     if args.ours is not None:
         running_only = (("--seeds", args.seeds), ("--save", args.save), ("--set", args.overrides))
         given = [flag for flag, value in running_only if value is not None and value != []]
         if given:
             raise ValueError(f"{', '.join(given)}: only when running ours, not with --ours")
-        ours = _read_csv(Path(args.ours), "ours file", "write one with --save FILE or decision-bench testbed")
-        source = args.ours
+        hint = "write one with --save FILE or decision-bench testbed"
+        frames = [_read_csv(Path(path), "ours file", hint) for path in args.ours]
+        return pd.concat(frames, ignore_index=True), ", ".join(args.ours)
+    ref_seeds = int(ref_runs.groupby(KEYS).size().max())
+    seeds = DEFAULT_SEEDS if args.seeds is None else args.seeds
+    if seeds < 1:
+        raise ValueError(f"--seeds must be an integer >= 1, got {seeds}")
+    if seeds < ref_seeds:
+        raise ValueError(f"--seeds must be >= the reference's seeds per setting ({ref_seeds}), got {seeds}")
+    overrides = dict(parse_override(text) for text in args.overrides)
+    if num_ensemble is not None:
+        if overrides.setdefault("num_ensemble", num_ensemble) != num_ensemble:
+            raise ValueError("give the ensemble size with --num-ensemble, not --set num_ensemble")
+    agents.config(agent, **overrides)  # unknown or invalid hyperparameters fail here
+    num_test = check_int("--num-test", args.num_test, 1)
+    num_models = check_int("--num-models", args.num_models, 1)
+    sweep = reference_sweep(ref_runs, seeds)
+    names = [agent] if agent == BASELINE else [agent, BASELINE]
+    print(
+        f"running {label} on {len(sweep.settings)} settings x {len(sweep.designs)} designs "
+        f"x {seeds} seeds" + (f" with {overrides}" if overrides else "")
+        + ("" if agent == BASELINE else f", and {BASELINE} on the same problems")
+    )
+    ours = run_testbed(
+        names,
+        sweep=sweep,
+        seeds=seeds,
+        num_test=num_test,
+        num_models=num_models,
+        overrides={agent: overrides} if overrides else None,
+        progress=not args.no_progress,
+    )
+    if args.save is not None:
+        save = Path(args.save)
+        save.parent.mkdir(parents=True, exist_ok=True)
+        ours.to_csv(save, index=False)
+        print(f"wrote {save}")
+    return ours, f"this run ({seeds} seeds)"
+
+
+def within_side_ratios(
+    reference: pd.DataFrame, ours: pd.DataFrame, ref_runs: pd.DataFrame, agent: str, comparison: pd.DataFrame
+) -> tuple[pd.DataFrame | None, str]:
+    """compare_ratios of agent to mlp on the comparison's settings that both sides'
+    mlp have (None for mlp itself, or an empty table when a side has no mlp there),
+    and a line saying which settings were used."""
+    if agent == BASELINE:
+        return None, ""
+    ref_mlp = reference[reference["agent"] == BASELINE]
+    ours_mlp = ours[ours["agent"] == BASELINE] if "agent" in ours.columns else ours.iloc[:0]
+    if ref_mlp.empty or ours_mlp.empty:
+        side = "the reference" if ref_mlp.empty else "ours"
+        return pd.DataFrame(), f"ratio to mlp not computed: {side} has no mlp rows"
+    ref_mlp_runs = _standard(ref_mlp, "problem_seed", "kl_estimate")
+    ours_mlp_runs = ours_runs(ours, BASELINE)
+    ours_agent_runs = ours_runs(ours, agent)
+    common = set(summarize_settings(ref_mlp_runs).index) & set(summarize_settings(ours_mlp_runs).index)
+    settings = [key for key in comparison.index if key in common]
+    if not settings:
+        return pd.DataFrame(), "ratio to mlp not computed: no setting has mlp on both sides"
+    left_out = len(comparison) - len(settings)
+    note = f"on {len(settings)} of the {len(comparison)} settings" + (
+        f" ({left_out} without reference mlp figures left out)" if left_out else ""
+    )
+    ratios = compare_ratios(
+        ratio_to_baseline(ref_runs, ref_mlp_runs, settings),
+        ratio_to_baseline(ours_agent_runs, ours_mlp_runs, settings),
+    )
+    return ratios, note
+
+
+def run_agent(args: argparse.Namespace, agent: str) -> bool:
+    """Loads or runs both sides for one agent, prints the comparison; returns whether
+    the acceptance holds."""
+    check_choice("--agent", agent, agents.names())
+    if args.reference is not None:
+        hint = (
+            "the reference's figures are bench/data/reference_<agent>.csv (and "
+            "reference_testbed_runs.csv in shared/reference/ beside the repository); "
+            "pass a path with --reference FILE"
+        )
+        frames = [_read_csv(Path(path), "reference file", hint) for path in args.reference]
+        reference = pd.concat(frames, ignore_index=True)
+        if "problem_id" in reference.columns:
+            reference = reference.drop_duplicates(subset=["problem_id", "agent", "num_ensemble"])
+        source_ref = ", ".join(args.reference)
     else:
-        seeds = DEFAULT_SEEDS if args.seeds is None else args.seeds
-        if seeds < 1:
-            raise ValueError(f"--seeds must be an integer >= 1, got {seeds}")
-        if seeds < ref_seeds:
-            raise ValueError(
-                f"--seeds must be >= the reference's seeds per setting ({ref_seeds}), got {seeds}"
-            )
-        overrides = dict(parse_override(text) for text in args.overrides)
-        if num_ensemble is not None:
-            if overrides.setdefault("num_ensemble", num_ensemble) != num_ensemble:
-                raise ValueError("give the ensemble size with --num-ensemble, not --set num_ensemble")
-        agents.config(args.agent, **overrides)  # unknown or invalid hyperparameters fail here
-        num_test = check_int("--num-test", args.num_test, 1)
-        num_models = check_int("--num-models", args.num_models, 1)
-        sweep = reference_sweep(ref_runs, seeds)
-        print(
-            f"running {label} on {len(sweep.settings)} settings x {len(sweep.designs)} designs "
-            f"x {seeds} seeds" + (f" with {overrides}" if overrides else "")
-        )
-        ours = run_testbed(
-            args.agent,
-            sweep=sweep,
-            seeds=seeds,
-            num_test=num_test,
-            num_models=num_models,
-            overrides={args.agent: overrides} if overrides else None,
-            progress=not args.no_progress,
-        )
-        if args.save is not None:
-            save = Path(args.save)
-            save.parent.mkdir(parents=True, exist_ok=True)
-            ours.to_csv(save, index=False)
-            print(f"wrote {save}")
-        source = f"this run ({seeds} seeds)"
-    comparison = compare(ref_summary, summarize_settings(ours_runs(ours, args.agent)))
+        reference, paths = load_reference(agent)
+        source_ref = ", ".join(str(path) for path in paths)
+    ref_runs, num_ensemble = reference_runs(reference, agent, args.num_ensemble)
+    ref_summary = summarize_settings(ref_runs)
+    label = agent if num_ensemble is None else f"{agent} (num_ensemble {num_ensemble})"
+    ours, source = _ours_frame(args, agent, ref_runs, num_ensemble, label)
+    comparison = compare(ref_summary, summarize_settings(ours_runs(ours, agent)))
     per_tau = overall(comparison)
-    holds, reasons = verdict(comparison, per_tau)
-    print(f"d_KL of {label}: reference {reference_path} vs ours {source}")
+    ratios, ratio_note = within_side_ratios(reference, ours, ref_runs, agent, comparison)
+    holds, reasons = verdict(comparison, per_tau, ratios=ratios)
+    print(f"d_KL of {label}: reference {source_ref} vs ours {source}")
     print("per setting: mean +- standard error over seeds, z of the difference, ratio, medians")
     print(format_settings(comparison))
     nan = comparison[["ref_num_nan", "ours_num_nan"]].sum()
@@ -431,13 +647,41 @@ def run(args: argparse.Namespace) -> bool:
         print(f"note: NaN kl left out: {int(nan['ref_num_nan'])} reference, {int(nan['ours_num_nan'])} ours")
     print("\nper tau: mean over settings +- sqrt(sum se^2) / settings")
     print(format_overall(per_tau))
+    if ratios is not None:
+        print(f"\nratio to mlp within each side, per tau, {ratio_note}: "
+              "mean over settings of agent / of mlp +- delta-method se")
+        if len(ratios):
+            print(format_ratios(ratios))
     low, high = RATIO_BAND
     print(
-        f"\nverdict: acceptance {'HOLDS' if holds else 'FAILS'} (ratio ours/reference in [{low}, {high}] "
-        f"at tau {' and '.join(map(str, JUDGED_TAUS))}, no setting with |z| > {Z_MAX:g}): "
+        f"\nverdict for {label}: acceptance {'HOLDS' if holds else 'FAILS'} (ratio ours/reference in "
+        f"[{low}, {high}] and |z| <= {Z_OVERALL_MAX:g} at tau {' and '.join(map(str, JUDGED_TAUS))}, "
+        f"no setting with |z| > {Z_MAX:g}, ratios to mlp within {RATIO_AGREEMENT:g} combined se): "
         + "; ".join(reasons)
     )
     return holds
+
+
+def run(args: argparse.Namespace) -> bool:
+    """run_agent for --agent, or for every agent with reference figures (--agent all);
+    True when the acceptance holds for all of them."""
+    if args.agent != "all":
+        return run_agent(args, args.agent)
+    if args.reference is not None:
+        found = set()
+        for path in args.reference:
+            found |= set(_read_csv(Path(path), "reference file", "pass a path with --reference FILE")["agent"])
+        names = sorted(found & set(agents.names()))
+    else:
+        names = agents_with_figures()
+    if not names:
+        raise ValueError("--agent all: no agent has reference figures")
+    results = {}
+    for name in names:
+        print(f"\n===== {name} =====")
+        results[name] = run_agent(args, name)
+    print("\nsummary: " + ", ".join(f"{name} {'HOLDS' if ok else 'FAILS'}" for name, ok in results.items()))
+    return all(results.values())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -106,17 +106,28 @@ def test_verdict_holds_when_ratios_are_in_band_and_no_z_is_large(cr):
     ours = {(10, 0.1, 1): [1.1, 2.1, 3.1], (10, 0.1, 10): [9.0, 19.0, 29.0]}  # ratios 1.05, 0.95
     holds, reasons = _judge(cr, ref, ours)
     assert holds
-    assert reasons[0] == "tau 1 ratio 1.050 within [0.85, 1.15]"
-    assert reasons[1] == "tau 10 ratio 0.950 within [0.85, 1.15]"
-    assert reasons[2].startswith("no setting with |z| > 3")
+    z1 = 0.1 / math.sqrt(2 * _se([1, 2, 3]) ** 2)
+    assert reasons[0] == f"tau 1 ratio 1.050 within [0.8, 1.25], z {z1:+.2f} within +-3"
+    assert reasons[1].startswith("tau 10 ratio 0.950 within [0.8, 1.25], z -")
+    assert reasons[2].startswith("no setting with |z| > 3.5")
 
 
 def test_verdict_fails_on_a_ratio_outside_the_band(cr):
     ref = {(10, 0.1, 1): [1.0, 2.0, 3.0], (10, 0.1, 10): [10.0, 20.0, 30.0]}
-    ours = {(10, 0.1, 1): [1.0, 2.0, 3.0], (10, 0.1, 10): [12.0, 24.0, 36.0]}  # tau 10 ratio 1.2, z small
+    ours = {(10, 0.1, 1): [1.0, 2.0, 3.0], (10, 0.1, 10): [13.0, 26.0, 39.0]}  # tau 10 ratio 1.3, z small
     holds, reasons = _judge(cr, ref, ours)
     assert not holds
-    assert "tau 10 ratio 1.200 OUTSIDE [0.85, 1.15]" in reasons
+    assert reasons[1].startswith("tau 10 ratio 1.300 OUTSIDE [0.8, 1.25], z +") and "within +-3" in reasons[1]
+
+
+def test_verdict_fails_when_a_taus_mean_is_far_off_in_z_though_within_the_band(cr):
+    # ratio 1.2 is in the band, but with tiny errors its z is far above 3
+    ref = {(10, 0.1, 1): [1.00, 1.01, 1.02], (10, 0.1, 10): [10.0, 20.0, 30.0]}
+    ours = {(10, 0.1, 1): [1.20, 1.21, 1.22], (10, 0.1, 10): [10.0, 20.0, 30.0]}
+    holds, reasons = _judge(cr, ref, ours)
+    assert not holds
+    assert reasons[0].startswith("tau 1 ratio 1.198 within [0.8, 1.25], z +")
+    assert reasons[0].endswith("OUTSIDE +-3")
 
 
 def test_verdict_fails_on_one_large_z_even_when_ratios_are_in_band(cr):
@@ -126,7 +137,7 @@ def test_verdict_fails_on_one_large_z_even_when_ratios_are_in_band(cr):
     holds, reasons = _judge(cr, ref, ours)
     assert not holds
     z = 0.1 / math.sqrt(2 * _se([0.1, 0.11, 0.12]) ** 2)
-    assert reasons[-1] == f"1 setting(s) with |z| > 3: T=100 beta=0.1 tau=1 (z {z:+.2f})"
+    assert reasons[-1] == f"1 setting(s) with |z| > 3.5: T=100 beta=0.1 tau=1 (z {z:+.2f})"
     assert "tau 1 ratio" in reasons[0] and "within" in reasons[0]
 
 
@@ -176,10 +187,10 @@ def test_main_compares_a_saved_ours_file(cr, tmp_path, capsys):
     ours.to_csv(tmp_path / "ours.csv", index=False)
     assert cr.main(["--reference", str(reference), "--ours", str(tmp_path / "ours.csv")]) == 0
     printed = capsys.readouterr().out
-    assert "verdict: acceptance HOLDS" in printed and "ref median" in printed
+    assert "verdict for mlp: acceptance HOLDS" in printed and "ref median" in printed
     ours.assign(kl=ours["kl"] * 2).to_csv(tmp_path / "ours.csv", index=False)
     assert cr.main(["--reference", str(reference), "--ours", str(tmp_path / "ours.csv")]) == 1
-    assert "verdict: acceptance FAILS" in capsys.readouterr().out
+    assert "verdict for mlp: acceptance FAILS" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -215,10 +226,102 @@ def test_main_runs_ours_on_the_reference_settings_and_saves(cr, tmp_path, capsys
             "--num-models", "4", "--save", str(save), "--no-progress"]
     assert cr.main(argv) in (0, 1)
     printed = capsys.readouterr().out
-    assert "running uniform on 1 settings x 2 designs x 3 seeds" in printed and "verdict: acceptance" in printed
+    assert "running uniform on 1 settings x 2 designs x 3 seeds, and mlp on the same problems" in printed
+    assert "verdict for uniform: acceptance" in printed
     saved = pd.read_csv(save)
-    assert len(saved) == 6 and set(saved["tau"]) == {1, 10} and set(saved["seed"]) == {0, 1, 2}
+    assert len(saved) == 12 and set(saved["agent"]) == {"uniform", "mlp"}  # our mlp for the ratio
+    assert set(saved["tau"]) == {1, 10} and set(saved["seed"]) == {0, 1, 2}
     # the same comparison again from the saved file, without running
     assert cr.main(["--reference", str(reference), "--agent", "uniform", "--ours", str(save)]) in (0, 1)
     again = capsys.readouterr().out
     assert again.split("per setting:")[1] == printed.split("per setting:")[1]
+
+
+def _seeded(values: dict) -> pd.DataFrame:
+    """{(T, beta, tau): {seed: kl}} -> one row per problem."""
+    rows = [
+        {"num_train": t, "temperature": b, "tau": u, "seed": s, "kl": kl}
+        for (t, b, u), by_seed in values.items()
+        for s, kl in by_seed.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_ratio_to_baseline_by_hand(cr):
+    # setting A: agent {2, 4}, mlp {1, 3} on seeds 0, 1 (paired, covariance 2);
+    # setting B: agent {5, 5} (no spread), mlp {1, 3}.
+    agent = _seeded({(1, 0.1, 1): {0: 2.0, 1: 4.0}, (10, 0.1, 1): {0: 5.0, 1: 5.0}})
+    mlp = _seeded({(1, 0.1, 1): {0: 1.0, 1: 3.0}, (10, 0.1, 1): {0: 1.0, 1: 3.0}})
+    one = cr.ratio_to_baseline(agent, mlp, [(1, 0.1, 1)]).loc[1]
+    # A = 3, B = 2; var_A = var_B = 2 / 2 = 1; cov = 2 * 2 / (2 * 2) = 1;
+    # se^2 = 1.5^2 * (1/9 + 1/4 - 2/6) = 0.0625
+    assert one["num_settings"] == 1 and one["ratio"] == pytest.approx(1.5)
+    assert one["se"] == pytest.approx(0.25)
+    both = cr.ratio_to_baseline(agent, mlp, [(1, 0.1, 1), (10, 0.1, 1)]).loc[1]
+    # A = (3 + 5) / 2 = 4, B = 2; var_A = (1 + 0) / 4, var_B = (1 + 1) / 4, cov = (1 + 0) / 4;
+    # se^2 = 2^2 * (0.25/16 + 0.5/4 - 2 * 0.25/8) = 0.3125
+    assert both["agent_mean"] == pytest.approx(4.0) and both["baseline_mean"] == pytest.approx(2.0)
+    assert both["ratio"] == pytest.approx(2.0) and both["se"] == pytest.approx(math.sqrt(0.3125))
+    # unpaired seeds (agent on 0, 1; mlp on 2, 3): no covariance term, se^2 = 1.5^2 * (1/9 + 1/4)
+    unpaired = _seeded({(1, 0.1, 1): {2: 1.0, 3: 3.0}})
+    row = cr.ratio_to_baseline(agent, unpaired, [(1, 0.1, 1)]).loc[1]
+    assert row["se"] == pytest.approx(1.5 * math.sqrt(1 / 9 + 1 / 4))
+
+
+def test_compare_ratios_and_the_verdict_on_them(cr):
+    ref = pd.DataFrame({"num_settings": [1], "agent_mean": [3.0], "baseline_mean": [2.0],
+                        "ratio": [1.5], "se": [0.25]}, index=pd.Index([1], name="tau"))
+    ours = ref.assign(ratio=[2.0], se=[math.sqrt(0.3125)])
+    table = cr.compare_ratios(ref, ours)
+    row = table.loc[1]
+    # difference 0.5 against a combined se sqrt(0.0625 + 0.3125) = 0.612: they agree
+    assert row["diff"] == pytest.approx(0.5) and row["combined_se"] == pytest.approx(math.sqrt(0.375))
+    assert bool(row["agrees"]) and row["z"] == pytest.approx(0.5 / math.sqrt(0.375))
+    settings = {(1, 0.1, 1): [1.0, 2.0, 3.0]}
+    comparison = cr.compare(cr.summarize_settings(_runs(settings)), cr.summarize_settings(_runs(settings)))
+    holds, reasons = cr.verdict(comparison, cr.overall(comparison), ratios=table)
+    assert holds and reasons[-1].startswith("tau 1 ratio to mlp: reference 1.500 vs ours 2.000 (agree")
+    far = cr.compare_ratios(ref, ours.assign(ratio=[2.2]))  # difference 0.7 > 0.612
+    holds, reasons = cr.verdict(comparison, cr.overall(comparison), ratios=far)
+    assert not holds and "DISAGREE" in reasons[-1]
+    holds, reasons = cr.verdict(comparison, cr.overall(comparison), ratios=pd.DataFrame())
+    assert not holds and reasons[-1] == "tau 1: no ratio to mlp (a side has no mlp on these settings)"
+
+
+def test_agent_all_compares_each_agent_and_its_ratio_to_mlp(cr, tmp_path, capsys):
+    reference = pd.read_csv(_reference_csv(tmp_path / "ref.csv")).query("agent == 'mlp'")
+    other = reference.assign(agent="uniform", kl_estimate=reference["kl_estimate"] * 2)
+    pd.concat([reference, other]).to_csv(tmp_path / "ref.csv", index=False)
+    ours = pd.concat([reference, other]).rename(columns={"problem_seed": "seed", "kl_estimate": "kl"})
+    ours = ours.assign(kappa=None, input_dim=2)
+    ours.query("agent == 'mlp'").to_csv(tmp_path / "ours_mlp.csv", index=False)
+    ours.query("agent == 'uniform'").to_csv(tmp_path / "ours_uniform.csv", index=False)
+    argv = ["--reference", str(tmp_path / "ref.csv"), "--agent", "all",
+            "--ours", str(tmp_path / "ours_mlp.csv"), "--ours", str(tmp_path / "ours_uniform.csv")]
+    assert cr.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "===== mlp =====" in printed and "===== uniform =====" in printed
+    assert "ratio to mlp within each side, per tau, on 4 of the 4 settings" in printed
+    assert "tau 1 ratio to mlp: reference 2.000 vs ours 2.000 (agree" in printed
+    assert printed.rstrip().endswith("summary: mlp HOLDS, uniform HOLDS")
+    # without our mlp the ratio cannot be formed, and the acceptance is not established
+    assert cr.main(argv[:4] + ["--agent", "uniform", "--ours", str(tmp_path / "ours_uniform.csv")]) == 1
+    assert "ratio to mlp not computed: ours has no mlp rows" in capsys.readouterr().out
+
+
+def test_reference_files_are_combined_when_given_twice(cr, tmp_path, capsys):
+    reference = pd.read_csv(_reference_csv(tmp_path / "ref.csv")).query("agent == 'mlp'")
+    other = reference.assign(agent="uniform", kl_estimate=reference["kl_estimate"] * 2)
+    other.to_csv(tmp_path / "ref_uniform.csv", index=False)
+    reference.to_csv(tmp_path / "ref_mlp.csv", index=False)
+    pd.concat([reference, other]).to_csv(tmp_path / "ref_both.csv", index=False)
+    ours = pd.concat([reference, other]).rename(columns={"problem_seed": "seed", "kl_estimate": "kl"})
+    ours.assign(kappa=None, input_dim=2).to_csv(tmp_path / "ours.csv", index=False)
+    tail = ["--agent", "uniform", "--ours", str(tmp_path / "ours.csv")]
+    assert cr.main(["--reference", str(tmp_path / "ref_both.csv"), *tail]) == 0
+    combined = capsys.readouterr().out
+    two = ["--reference", str(tmp_path / "ref_uniform.csv"), "--reference", str(tmp_path / "ref_mlp.csv")]
+    assert cr.main([*two, *tail]) == 0
+    separate = capsys.readouterr().out
+    assert "tau 10 ratio to mlp: reference 2.000 vs ours 2.000 (agree" in separate
+    assert separate.split("per setting:")[1] == combined.split("per setting:")[1]
