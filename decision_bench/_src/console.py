@@ -72,19 +72,31 @@ def install_warning_printer(stream=None) -> None:
     warnings.simplefilter("always")
 
 
+_EXITS = (signal.SIGINT, signal.SIGTERM)
+
+
 def install_interrupt_exit() -> None:
     """SIGINT and SIGTERM end the process at once with status 128 + signal number.
 
     Python runs a signal handler only between bytecodes of the main thread, so a
     KeyboardInterrupt waits for a long XLA compilation to return, and unwinding
     through JAX's runtime while its threads were still busy crashed the
-    interpreter at exit (a segmentation fault). Here the C-level handler writes
-    the signal number to a pipe (``signal.set_wakeup_fd``) which a watcher thread
-    reads at once, whatever the main thread is doing; the watcher prints the
-    message and leaves with ``os._exit`` (no finalisers run while XLA threads are
-    busy). Child processes get the default handlers back when they exec.
-    Call once, from the main thread.
+    interpreter at exit (a segmentation fault). A KeyboardInterrupt raised inside
+    a callback that swallows exceptions (JAX's garbage-collection callback, while
+    JAX imports) was printed as "Exception ignored" and the command ran on. Here
+    no KeyboardInterrupt is ever raised: the C-level handler writes the signal
+    number to a pipe (``signal.set_wakeup_fd``) which a watcher thread reads at
+    once, whatever the main thread is doing; the watcher prints the message and
+    leaves with ``os._exit`` (no finalisers run while XLA threads are busy).
+    Child processes get the default handlers back when they exec.
+
+    Call from the main thread. The ``decision-bench`` program calls it before the
+    package is imported (``decision_bench_launcher.py``, which loads this file on
+    its own); a second call, from ``cli.program.main``, finds it installed and
+    does nothing.
     """
+    if getattr(signal.getsignal(signal.SIGINT), "decision_bench_interrupt_exit", False):
+        return
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
@@ -105,10 +117,19 @@ def install_interrupt_exit() -> None:
         os._exit(128 + signum)
 
     def watch() -> None:
-        leave(os.read(read_end, 1)[0])
+        # The pipe carries every signal that has a Python handler (a library may
+        # add one, for SIGCHLD say); only ours end the process.
+        while True:
+            received = os.read(read_end, 1)[0]
+            if received in _EXITS:
+                leave(received)
 
     # The Python-level handler must not raise KeyboardInterrupt into JAX; if it
     # runs before the watcher, it leaves the same way.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda received, frame: leave(received))
+    def handle(received, frame) -> None:
+        leave(received)
+
+    handle.decision_bench_interrupt_exit = True
+    for signum in _EXITS:
+        signal.signal(signum, handle)
     threading.Thread(target=watch, name="decision-bench-signals", daemon=True).start()

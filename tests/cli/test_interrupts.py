@@ -14,6 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from decision_bench._src import console
+
 COMMAND = [sys.executable, "-m", "decision_bench.cli"]
 # Longer than any of these tiny runs could take, so a signal always finds it running.
 LONG_BANDIT = ["bandit", "--agents", "mlp", "--env", "BernoulliBandit-v0", "--num-actions", "4",
@@ -186,3 +188,36 @@ def test_ctrl_c_in_testbed_keeps_finished_cells_and_the_same_command_resumes(tmp
     assert f"resuming: {done} of 4 cells already done" in again.stderr
     rows = pd.read_csv(tmp_path / "testbed.csv")
     assert len(rows) == 4 and set(rows.agent) == {"mlp", "ensemble"}
+
+
+# The installed program, as a person runs it (its entry point installs the
+# interrupt exit before the package's JAX and flax imports start).
+PROGRAM = Path(sys.executable).parent / "decision-bench"
+
+
+@pytest.mark.parametrize("delay", [0.2, 0.5, 1.0, 2.0])
+def test_ctrl_c_while_the_program_imports_jax_exits_130_without_a_traceback(tmp_path, delay):
+    # SIGINT at its default disposition in the child, as at a terminal (a shell
+    # that starts jobs in the background hands them SIGINT ignored).
+    process = subprocess.Popen(
+        [str(PROGRAM)] + LONG_BANDIT + ["--out", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    time.sleep(delay)
+    status, err, seconds = _signal_and_wait(process, signal.SIGINT)
+    assert status == 130, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert err.strip().splitlines() == [console.INTERRUPTED]
+    assert seconds < 2.0
+
+
+def test_the_program_installs_the_interrupt_exit_before_importing_the_package():
+    probe = (
+        "import signal, sys, decision_bench_launcher as launcher\n"
+        "launcher._install_interrupt_exit()\n"
+        "handler = signal.getsignal(signal.SIGINT)\n"
+        "print('decision_bench' in sys.modules, getattr(handler, 'decision_bench_interrupt_exit', False))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "True"], done.stderr
