@@ -27,6 +27,12 @@ INTERRUPTED = (
 )
 
 
+class RunFailed(RuntimeError):
+    """A failure during a run that the command line reports as one line, without a
+    traceback, and exit status 1 (a worker that died, say): the message says what
+    failed, where, and what is saved."""
+
+
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the hand-wrapped descriptions and adds "(default: ...)" to each option
     that has a real default and does not already say what happens without it."""

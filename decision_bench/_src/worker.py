@@ -41,6 +41,22 @@ def read_message(stream: IO[bytes]) -> Any:
     return pickle.loads(data)
 
 
+def describe_exit(returncode: int | None) -> str:
+    """How a process ended, in words: "killed by SIGKILL", "exit status 1"."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        if -returncode == signal.SIGKILL:
+            # The kernel's out-of-memory killer sends SIGKILL too.
+            return f"killed by {name}; an out-of-memory kill looks the same"
+        return f"killed by {name}"
+    return f"exit status {returncode}"
+
+
 def _exit_with_parent(parent: int) -> None:
     """Asks Linux to kill this process when its parent dies; exits now if it already has."""
     if sys.platform.startswith("linux"):

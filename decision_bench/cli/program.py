@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs one subcommand; returns the exit status (0, 2 for bad input).
+    """Runs one subcommand; returns the exit status (0, 2 for bad input, 1 for a
+    failure during the run such as a worker that died).
 
     Called as the ``decision-bench`` program (argv None), it also installs the
     interrupt exit (Ctrl-C ends at once with 130, see ``_src/console.py``) and,
@@ -86,6 +87,10 @@ def _run(args: argparse.Namespace) -> int:
         # Bad input: a clear message without a traceback.
         console.print_error(str(error))
         return 2
+    except console.RunFailed as error:
+        # A failure during the run (a worker that died): one line saying what is saved.
+        console.print_error(str(error))
+        return 1
 
 
 if __name__ == "__main__":

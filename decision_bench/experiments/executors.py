@@ -15,12 +15,13 @@ import queue
 import subprocess
 import sys
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import pandas as pd
 
 from decision_bench._src import worker as worker_module
-from decision_bench._src.worker import read_message, write_message
+from decision_bench._src.console import RunFailed
+from decision_bench._src.worker import describe_exit, read_message, write_message
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.store import ResultsStore
 
@@ -71,7 +72,10 @@ def run_cells(
       order cells finished in).
 
     An exception raised by compute_fn propagates after the cells that already
-    finished have been written, so re-running resumes from there.
+    finished have been written, so re-running resumes from there. A worker
+    process that dies (killed, out of memory) raises :class:`WorkerDied`, a
+    ``RunFailed`` whose one-line message names the worker, the cell, how it died
+    and where the finished cells are saved.
     """
     cells = tuple(cells)
     for i, cell in enumerate(cells):
@@ -105,6 +109,11 @@ def run_cells(
     finally:
         bar.close()
     return store.load(cells)
+
+
+class WorkerDied(RunFailed):
+    """A worker process ended while computing a cell (the cell is lost, the
+    finished ones are saved)."""
 
 
 def default_workers(limit: int = 4) -> int:
@@ -159,24 +168,41 @@ def _run_processes(todo, compute_fn, store, bar, workers: int) -> None:
                 if job is None:
                     return
                 index, cell = job
-                results.put((index, worker.compute(payload, cell)))
+                outcome = worker.compute(payload, cell)
+                results.put((index, outcome))
+                if isinstance(outcome, _Died):
+                    return
         except BaseException as err:  # noqa: BLE001 - carried to the main thread
             results.put((None, err))
 
     threads = [threading.Thread(target=feed, args=(w,), daemon=True) for w in pool]
+    finished = 0
     try:
         for thread in threads:
             thread.start()
         for _ in todo:
             index, outcome = results.get()
+            if isinstance(outcome, _Died):
+                raise WorkerDied(
+                    f"worker process {outcome.pid} died ({outcome.how}) while computing cell "
+                    f"{outcome.cell.id}; the finished cells ({finished} in this run) are saved in "
+                    f"{store.directory}: run the same command again to resume"
+                )
             if index is None:
                 raise outcome
             store.write(todo[index], outcome)
+            finished += 1
             bar.update(1)
     finally:
         # On an error or an interrupt the cells already written stay; the rest stop.
         for worker in pool:
             worker.stop()
+
+
+class _Died(NamedTuple):
+    pid: int
+    how: str  # describe_exit's words
+    cell: Cell
 
 
 class _WorkerProcess:
@@ -200,11 +226,25 @@ class _WorkerProcess:
         write_message(self.process.stdin, (list(sys.path), settings))
 
     def compute(self, payload: bytes, cell: Cell) -> pd.DataFrame:
-        write_message(self.process.stdin, (payload, cell))
-        ok, value = read_message(self.process.stdout)
+        """The cell's rows; re-raises the worker's exception; a ``_Died`` record
+        (returned, not raised) when the worker process ended."""
+        try:
+            write_message(self.process.stdin, (payload, cell))
+            ok, value = read_message(self.process.stdout)
+        except (EOFError, OSError):  # a closed pipe: the worker is gone
+            return self._died(cell)
         if not ok:
             raise value
         return value
+
+    def _died(self, cell: Cell) -> "_Died":
+        try:
+            # Its end of the pipe is closed: it has exited or is about to.
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        return _Died(self.process.pid, describe_exit(self.process.returncode), cell)
 
     def stop(self) -> None:
         if self.process.poll() is None:

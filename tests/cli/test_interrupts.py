@@ -221,3 +221,31 @@ def test_the_program_installs_the_interrupt_exit_before_importing_the_package():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["False", "True"], done.stderr
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += [int(c) for c in (task / "children").read_text().split()]
+    return children
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_kill_9_of_a_reproduce_worker_ends_with_one_line_naming_it_and_its_cell(tmp_path):
+    out = tmp_path / "demo"
+    process = _start(["reproduce", "--preset", "demo", "--no-progress", "--workers", "2", "--out", str(out)])
+    deadline = time.monotonic() + 60
+    while len(_children(process.pid)) < 2:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.1)
+    victim = _children(process.pid)[0]
+    time.sleep(1.0)  # each worker has been handed a cell
+    os.kill(victim, signal.SIGKILL)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 1, err
+    lines = [line for line in err.splitlines() if line.startswith("decision-bench:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith(f"decision-bench: error: worker process {victim} died (killed by SIGKILL; "
+                               "an out-of-memory kill looks the same) while computing cell "), lines[0]
+    assert str(out / "cells") in lines[0] and "run the same command again to resume" in lines[0]

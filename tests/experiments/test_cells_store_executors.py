@@ -404,3 +404,37 @@ def test_workers_are_validated_in_one_line(tmp_path):
     with pytest.raises(ValueError, match=r"compute_fn must pickle"):
         run_cells(_cells(), lambda cell: _compute(cell), store, progress=False, workers=2)
     assert list(tmp_path.iterdir()) == []
+
+
+class _KilledOn:
+    """compute_fn whose worker process kills itself with SIGKILL on one cell (as
+    kill -9 or the out-of-memory killer would); picklable, for worker processes."""
+
+    def __init__(self, cell_id: str):
+        self.cell_id = cell_id
+
+    def __call__(self, cell):
+        if cell.id == self.cell_id:
+            import signal  # noqa: PLC0415 - only this helper needs it
+
+            os.kill(os.getpid(), signal.SIGKILL)
+        return _compute(cell)
+
+
+def test_a_worker_killed_by_sigkill_is_named_with_its_cell_and_finished_cells_stay(tmp_path):
+    from decision_bench._src.console import RunFailed
+    from decision_bench.experiments.executors import WorkerDied
+
+    cells = _cells()
+    store = ResultsStore(tmp_path)
+    with pytest.raises(WorkerDied) as raised:
+        run_cells(cells, _KilledOn(cells[-1].id), store, progress=False, workers=2)
+    message = str(raised.value)
+    assert isinstance(raised.value, RunFailed)
+    assert re.match(r"worker process \d+ died \(killed by SIGKILL; an out-of-memory kill looks the same\) "
+                    rf"while computing cell {re.escape(cells[-1].id)}; ", message), message
+    assert str(tmp_path) in message and "run the same command again to resume" in message
+    assert "\n" not in message
+    assert not store.is_done(cells[-1])
+    assert sum(store.is_done(c) for c in cells) >= 1
+    pd.testing.assert_frame_equal(run_cells(cells, _compute, store, progress=False), _expected(cells))
