@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -50,6 +51,43 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 def error_line(message: str) -> str:
     return f"{PROG}: error: {message}"
+
+
+def os_error_line(error: OSError) -> str:
+    """One line for a failed read or write: what happened, to which path, and what
+    to do (the work finished so far is saved, so the same command resumes)."""
+    where = error.filename if error.filename is not None else "a file"
+    if error.filename2 is not None:
+        where = f"{where} -> {error.filename2}"
+    resume = "then run the same command again to resume"
+    if error.errno == errno.ENOSPC:
+        return f"no space left on the device writing {where}: free some space, {resume}"
+    if error.errno == errno.EDQUOT:
+        return f"disk quota exceeded writing {where}: free some space, {resume}"
+    if isinstance(error, IsADirectoryError):
+        return f"{where} is a folder where a file belongs: move or remove it, {resume}"
+    if isinstance(error, (NotADirectoryError, FileExistsError)) and error.filename is not None:
+        # mkdir of a folder that is a file (FileExistsError), or a path through one.
+        culprit = _first_file_on(error.filename)
+        if culprit is not None:
+            return f"{culprit} is a file where a folder belongs: move or remove it, {resume}"
+    return f"{error.strerror or error}: {where}"
+
+
+def _first_file_on(path: str | os.PathLike) -> str | None:
+    """The first of ``path``'s ancestors (or itself) that exists and is not a folder."""
+    path = os.fspath(path)
+    chain = []
+    while True:
+        chain.append(path)
+        parent = os.path.dirname(path)
+        if parent in ("", path):
+            break
+        path = parent
+    for candidate in reversed(chain):
+        if os.path.exists(candidate) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 def print_error(message: str) -> None:

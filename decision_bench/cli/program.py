@@ -87,6 +87,11 @@ def _run(args: argparse.Namespace) -> int:
         # Bad input: a clear message without a traceback.
         console.print_error(str(error))
         return 2
+    except OSError as error:
+        # The disk is full, a folder stands where a file should be, ...: one line
+        # naming the path (finished cells and chunks are saved).
+        console.print_error(console.os_error_line(error))
+        return 1
     except console.RunFailed as error:
         # A failure during the run (a worker that died): one line saying what is saved.
         console.print_error(str(error))
