@@ -110,3 +110,16 @@ def reporting_user_errors(path: Any, function: Any, doing: str) -> Any:
             raise ValueError(user_code_error(path, error, doing)) from None
 
     return call
+
+
+# JAX turns a seed into a key through a signed 64-bit integer.
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(name: str, value: Any) -> int:
+    """An integer seed in [0, 2**63 - 1]: non-negative as gymnasium requires, and
+    within the signed 64-bit integer ``jax.random.key`` converts it to (a larger
+    one overflowed inside JAX)."""
+    if isinstance(value, bool) or not (isinstance(value, int) or _is_integral(value)) or not 0 <= value <= MAX_SEED:
+        raise ValueError(f"{name} must be an integer in [0, 2**63 - 1], got {value!r}")
+    return int(value)
