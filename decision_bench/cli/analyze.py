@@ -11,6 +11,7 @@ import argparse
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
+from decision_bench._src.memory import check_resamples
 from decision_bench.analysis.pipeline import analyze
 
 __all__ = ["print_robustness", "register", "run"]
@@ -30,6 +31,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _resamples(text: str) -> int:
+    value = _positive_int(text)
+    try:
+        return check_resamples("--resamples", value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--resamples ")) from None
+
+
 def register(subparsers) -> argparse.ArgumentParser:
     """Adds `analyze` to `subparsers` (from ArgumentParser.add_subparsers())."""
     parser = subparsers.add_parser(
@@ -47,7 +56,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("directory", metavar="DIR", help="results directory")
     parser.add_argument(
-        "--resamples", type=_positive_int, default=1000, metavar="N", help="bootstrap resamples"
+        "--resamples", type=_resamples, default=1000, metavar="N", help="bootstrap resamples"
     )
     parser.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="bootstrap seed")
     parser.set_defaults(func=run)

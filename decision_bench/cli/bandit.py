@@ -28,6 +28,7 @@ import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
 from decision_bench._src.files import atomic_write, atomic_write_text, check_output_dir
+from decision_bench._src.memory import bandit_memory, check_count, check_fits
 from decision_bench.bandit import make_loop, run_bandit
 
 CSV_NAME = "bandit.csv"
@@ -96,6 +97,19 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+# Counts JAX indexes with int32 (steps and replay positions, seeds, actions, ...).
+SIZE_FLAGS = ("input_dim", "num_actions", "steps", "seeds", "steps_per_obs", "batch_size",
+              "replay_capacity", "log_every", "chunk_size")
+
+
+def check_sizes(args: argparse.Namespace) -> None:
+    """Every count given is within [1, 2**31 - 1]; ValueError naming the flag otherwise."""
+    for dest in SIZE_FLAGS:
+        value = getattr(args, dest, None)
+        if value is not None:
+            check_count("--" + dest.replace("_", "-"), value)
+
+
 def _hidden_sizes(text: str | None) -> tuple[int, ...] | None:
     """"10,10" -> (10, 10); a width that is not a whole number is a one-line error."""
     if text is None:
@@ -161,8 +175,21 @@ def run_command(args: argparse.Namespace) -> int:
     # an --out that is a file). Every agent and the output folder are checked
     # before the first one runs, so a typo in the last name costs no minutes.
     try:
+        check_sizes(args)
         for agent in agents:
-            make_loop(agent, args.env, agent_kwargs=agent_kwargs, **run_kwargs)
+            loop, _ = make_loop(agent, args.env, agent_kwargs=agent_kwargs, **run_kwargs)
+        # Before anything is allocated: what this run's arrays need, against the machine.
+        check_fits(
+            "this bandit run",
+            bandit_memory(
+                seeds=args.seeds,
+                steps=args.steps,
+                log_every=args.log_every or max(1, args.steps // 100),
+                replay_capacity=args.replay_capacity,
+                input_dim=loop.env.input_dim,
+                num_actions=loop.env.num_actions,
+            ),
+        )
         out = check_output_dir(args.out)
         frames = [
             run_bandit(

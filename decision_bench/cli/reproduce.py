@@ -19,6 +19,7 @@ import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import check_output_dir
+from decision_bench._src.memory import check_resamples
 from decision_bench._src.validation import check_int
 from decision_bench.analysis import analyze
 from decision_bench.analysis.pipeline import headline
@@ -116,6 +117,7 @@ def _run(args: argparse.Namespace) -> int:
     preset = args.preset_name or args.preset
     agents = tuple(a.strip() for a in args.agents.split(",") if a.strip()) if args.agents else None
     check_int("resamples", args.resamples, 1)
+    check_resamples("--resamples", args.resamples)
     workers = _workers(args.workers, args.executor)
     if agents:
         check_agents(agents)
