@@ -197,12 +197,13 @@ PROGRAM = Path(sys.executable).parent / "decision-bench"
 
 @pytest.mark.parametrize("delay", [0.2, 0.5, 1.0, 2.0])
 def test_ctrl_c_while_the_program_imports_jax_exits_130_without_a_traceback(tmp_path, delay):
-    # SIGINT at its default disposition in the child, as at a terminal (a shell
-    # that starts jobs in the background hands them SIGINT ignored).
+    # SIGINT at its default disposition in the program, as at a terminal (a shell
+    # that starts jobs in the background hands them SIGINT ignored): a small
+    # launcher resets it and execs the program (no preexec_fn in a JAX process).
+    argv = [str(PROGRAM)] + LONG_BANDIT + ["--out", str(tmp_path)]
+    reset_and_exec = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
     process = subprocess.Popen(
-        [str(PROGRAM)] + LONG_BANDIT + ["--out", str(tmp_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        [sys.executable, "-c", reset_and_exec] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     time.sleep(delay)
     status, err, seconds = _signal_and_wait(process, signal.SIGINT)
