@@ -28,6 +28,12 @@ INTERRUPTED = (
 )
 
 
+OUT_OF_MEMORY = (
+    "out of memory: make the run smaller (fewer --seeds, smaller sizes or fewer --workers); "
+    "everything finished so far is saved, so the same command resumes"
+)
+
+
 class RunFailed(RuntimeError):
     """A failure during a run that the command line reports as one line, without a
     traceback, and exit status 1 (a worker that died, say): the message says what

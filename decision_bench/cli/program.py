@@ -96,6 +96,15 @@ def _run(args: argparse.Namespace) -> int:
         # A failure during the run (a worker that died): one line saying what is saved.
         console.print_error(str(error))
         return 1
+    except MemoryError:
+        console.print_error(console.OUT_OF_MEMORY)
+        return 1
+    except RuntimeError as error:
+        # XLA's allocator failing (jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED).
+        if "RESOURCE_EXHAUSTED" not in str(error):
+            raise
+        console.print_error(f"{console.OUT_OF_MEMORY} ({str(error).splitlines()[0][:200]})")
+        return 1
 
 
 if __name__ == "__main__":

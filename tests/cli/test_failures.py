@@ -115,3 +115,27 @@ def test_an_agent_file_whose_make_agent_raises_names_file_and_line(tmp_path):
         make_agent(None)
     assert str(raised.value) == (f"agent_file {str(raising)!r} line 2 (in make_agent): "
                                  "ZeroDivisionError: division by zero")
+
+
+@pytest.mark.parametrize("error", [MemoryError(), RuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 8 GB")])
+def test_running_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch, error):
+    from decision_bench.cli import testbed
+
+    def exhausted(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(testbed, "run_cells", exhausted)
+    assert main(TINY_TESTBED + ["--out", str(tmp_path)]) == 1
+    (line,) = _error_lines(capsys)
+    assert line.startswith("decision-bench: error: out of memory: make the run smaller")
+
+
+def test_another_runtime_error_is_not_reported_as_out_of_memory(tmp_path, monkeypatch):
+    from decision_bench.cli import testbed
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(testbed, "run_cells", failing)
+    with pytest.raises(RuntimeError, match="something else"):
+        main(TINY_TESTBED + ["--out", str(tmp_path)])
