@@ -69,7 +69,9 @@ def _exit_with_parent(parent: int) -> None:
 
 def _failure(error: BaseException) -> tuple[bool, BaseException]:
     try:
-        pickle.dumps(error)
+        # Round trip: an exception class whose __init__ takes other arguments than
+        # its args pickles but fails to unpickle, in the parent.
+        pickle.loads(pickle.dumps(error))
         return False, error
     except Exception:  # noqa: BLE001 - an exception that does not pickle is sent as text
         return False, RuntimeError(f"{type(error).__name__}: {error}")

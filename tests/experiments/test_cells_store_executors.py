@@ -484,3 +484,21 @@ def test_a_ray_address_that_is_no_ray_times_out_in_one_line(tmp_path, monkeypatc
                   address=f"127.0.0.1:{port}", progress=False)
     assert time.monotonic() - began < 60  # Ray's defaults wait for minutes
     server.close()
+
+
+class _TwoArgumentError(Exception):
+    """Pickles, but does not unpickle (its __init__ needs two arguments)."""
+
+    def __init__(self, what, where):
+        super().__init__(f"{what} at {where}")
+
+
+class _RaisingUnpicklable:
+    def __call__(self, cell):
+        raise _TwoArgumentError("bad value", cell.id)
+
+
+def test_an_error_that_does_not_unpickle_still_reaches_the_caller_as_text(tmp_path):
+    cells = _cells()[:2]
+    with pytest.raises(RuntimeError, match=r"^_TwoArgumentError: bad value at "):
+        run_cells(cells, _RaisingUnpicklable(), ResultsStore(tmp_path), progress=False, workers=2)
