@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -25,6 +26,18 @@ INTERRUPTED = (
     "interrupted: everything finished so far is saved (cells, bandit chunks); "
     "run the same command again to resume"
 )
+
+
+OUT_OF_MEMORY = (
+    "out of memory: make the run smaller (fewer --seeds, smaller sizes or fewer --workers); "
+    "everything finished so far is saved, so the same command resumes"
+)
+
+
+class RunFailed(RuntimeError):
+    """A failure during a run that the command line reports as one line, without a
+    traceback, and exit status 1 (a worker that died, say): the message says what
+    failed, where, and what is saved."""
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -44,6 +57,43 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 def error_line(message: str) -> str:
     return f"{PROG}: error: {message}"
+
+
+def os_error_line(error: OSError) -> str:
+    """One line for a failed read or write: what happened, to which path, and what
+    to do (the work finished so far is saved, so the same command resumes)."""
+    where = error.filename if error.filename is not None else "a file"
+    if error.filename2 is not None:
+        where = f"{where} -> {error.filename2}"
+    resume = "then run the same command again to resume"
+    if error.errno == errno.ENOSPC:
+        return f"no space left on the device writing {where}: free some space, {resume}"
+    if error.errno == errno.EDQUOT:
+        return f"disk quota exceeded writing {where}: free some space, {resume}"
+    if isinstance(error, IsADirectoryError):
+        return f"{where} is a folder where a file belongs: move or remove it, {resume}"
+    if isinstance(error, (NotADirectoryError, FileExistsError)) and error.filename is not None:
+        # mkdir of a folder that is a file (FileExistsError), or a path through one.
+        culprit = _first_file_on(error.filename)
+        if culprit is not None:
+            return f"{culprit} is a file where a folder belongs: move or remove it, {resume}"
+    return f"{error.strerror or error}: {where}"
+
+
+def _first_file_on(path: str | os.PathLike) -> str | None:
+    """The first of ``path``'s ancestors (or itself) that exists and is not a folder."""
+    path = os.fspath(path)
+    chain = []
+    while True:
+        chain.append(path)
+        parent = os.path.dirname(path)
+        if parent in ("", path):
+            break
+        path = parent
+    for candidate in reversed(chain):
+        if os.path.exists(candidate) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 def print_error(message: str) -> None:
@@ -72,19 +122,31 @@ def install_warning_printer(stream=None) -> None:
     warnings.simplefilter("always")
 
 
+_EXITS = (signal.SIGINT, signal.SIGTERM)
+
+
 def install_interrupt_exit() -> None:
     """SIGINT and SIGTERM end the process at once with status 128 + signal number.
 
     Python runs a signal handler only between bytecodes of the main thread, so a
     KeyboardInterrupt waits for a long XLA compilation to return, and unwinding
     through JAX's runtime while its threads were still busy crashed the
-    interpreter at exit (a segmentation fault). Here the C-level handler writes
-    the signal number to a pipe (``signal.set_wakeup_fd``) which a watcher thread
-    reads at once, whatever the main thread is doing; the watcher prints the
-    message and leaves with ``os._exit`` (no finalisers run while XLA threads are
-    busy). Child processes get the default handlers back when they exec.
-    Call once, from the main thread.
+    interpreter at exit (a segmentation fault). A KeyboardInterrupt raised inside
+    a callback that swallows exceptions (JAX's garbage-collection callback, while
+    JAX imports) was printed as "Exception ignored" and the command ran on. Here
+    no KeyboardInterrupt is ever raised: the C-level handler writes the signal
+    number to a pipe (``signal.set_wakeup_fd``) which a watcher thread reads at
+    once, whatever the main thread is doing; the watcher prints the message and
+    leaves with ``os._exit`` (no finalisers run while XLA threads are busy).
+    Child processes get the default handlers back when they exec.
+
+    Call from the main thread. The ``decision-bench`` program calls it before the
+    package is imported (``decision_bench_launcher.py``, which loads this file on
+    its own); a second call, from ``cli.program.main``, finds it installed and
+    does nothing.
     """
+    if getattr(signal.getsignal(signal.SIGINT), "decision_bench_interrupt_exit", False):
+        return
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
@@ -105,10 +167,19 @@ def install_interrupt_exit() -> None:
         os._exit(128 + signum)
 
     def watch() -> None:
-        leave(os.read(read_end, 1)[0])
+        # The pipe carries every signal that has a Python handler (a library may
+        # add one, for SIGCHLD say); only ours end the process.
+        while True:
+            received = os.read(read_end, 1)[0]
+            if received in _EXITS:
+                leave(received)
 
     # The Python-level handler must not raise KeyboardInterrupt into JAX; if it
     # runs before the watcher, it leaves the same way.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda received, frame: leave(received))
+    def handle(received, frame) -> None:
+        leave(received)
+
+    handle.decision_bench_interrupt_exit = True
+    for signum in _EXITS:
+        signal.signal(signum, handle)
     threading.Thread(target=watch, name="decision-bench-signals", daemon=True).start()

@@ -56,9 +56,13 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) ->
             os.fsync(handle.fileno())
         os.chmod(tmp, umask_mode())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(error, OSError) and error.filename in (None, tmp):
+            # A failed write (no space left, say) names no file, or the temporary
+            # one: name the file being written, for the command line's one line.
+            error.filename, error.filename2 = str(path), None
         raise
     return path
 

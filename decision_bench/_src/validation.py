@@ -75,3 +75,51 @@ def check_optional_int(name: str, value: Any, minimum: int = 1) -> int | None:
     if isinstance(value, bool) or not (isinstance(value, int) or _is_integral(value)) or value < minimum:
         raise ValueError(f"{name} must be None or an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+def user_code_error(path: Any, error: BaseException, doing: str) -> str:
+    """One line for an exception raised by a user's Python file: the file, the line
+    in it where the error arose (the deepest frame in that file; a syntax error's
+    own line) and the error, e.g. ``agent_file 'my.py' line 7 (importing it):
+    NameError: name 'jnp' is not defined``."""
+    import os  # noqa: PLC0415 - only this helper needs it
+
+    target = os.path.realpath(os.fspath(path))
+    line = None
+    if isinstance(error, SyntaxError) and error.filename and os.path.realpath(error.filename) == target:
+        line = error.lineno
+    trace = error.__traceback__
+    while trace is not None:
+        if os.path.realpath(trace.tb_frame.f_code.co_filename) == target:
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    where = f" line {line}" if line is not None else ""
+    text = str(error).strip().splitlines()
+    detail = f": {text[0]}" if text else ""
+    return f"agent_file {os.fspath(path)!r}{where} ({doing}): {type(error).__name__}{detail}"
+
+
+def reporting_user_errors(path: Any, function: Any, doing: str) -> Any:
+    """``function`` (from a user's file at ``path``) with any exception it raises
+    turned into a ValueError whose one line is :func:`user_code_error`'s."""
+
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - the user's code: any error, one line
+            raise ValueError(user_code_error(path, error, doing)) from None
+
+    return call
+
+
+# JAX turns a seed into a key through a signed 64-bit integer.
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(name: str, value: Any) -> int:
+    """An integer seed in [0, 2**63 - 1]: non-negative as gymnasium requires, and
+    within the signed 64-bit integer ``jax.random.key`` converts it to (a larger
+    one overflowed inside JAX)."""
+    if isinstance(value, bool) or not (isinstance(value, int) or _is_integral(value)) or not 0 <= value <= MAX_SEED:
+        raise ValueError(f"{name} must be an integer in [0, 2**63 - 1], got {value!r}")
+    return int(value)

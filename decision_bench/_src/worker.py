@@ -41,6 +41,22 @@ def read_message(stream: IO[bytes]) -> Any:
     return pickle.loads(data)
 
 
+def describe_exit(returncode: int | None) -> str:
+    """How a process ended, in words: "killed by SIGKILL", "exit status 1"."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        if -returncode == signal.SIGKILL:
+            # The kernel's out-of-memory killer sends SIGKILL too.
+            return f"killed by {name}; an out-of-memory kill looks the same"
+        return f"killed by {name}"
+    return f"exit status {returncode}"
+
+
 def _exit_with_parent(parent: int) -> None:
     """Asks Linux to kill this process when its parent dies; exits now if it already has."""
     if sys.platform.startswith("linux"):
@@ -53,7 +69,9 @@ def _exit_with_parent(parent: int) -> None:
 
 def _failure(error: BaseException) -> tuple[bool, BaseException]:
     try:
-        pickle.dumps(error)
+        # Round trip: an exception class whose __init__ takes other arguments than
+        # its args pickles but fails to unpickle, in the parent.
+        pickle.loads(pickle.dumps(error))
         return False, error
     except Exception:  # noqa: BLE001 - an exception that does not pickle is sent as text
         return False, RuntimeError(f"{type(error).__name__}: {error}")

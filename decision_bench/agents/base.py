@@ -87,6 +87,35 @@ def _check_key_first(field: str, fn: Any) -> None:
         )
 
 
+def _is_key(value: Any) -> bool:
+    """A PRNG key: a typed key array (``jax.random.key``) or a raw uint32 one
+    (``jax.random.PRNGKey``: [..., 2], or [..., 4] for the rbg implementations)."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return False
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        return True
+    return dtype == jnp.uint32 and tuple(getattr(value, "shape", ()))[-1:] in ((2,), (4,))
+
+
+def check_key_argument(field: str, value: Any) -> None:
+    """Raises ValueError when the first argument of ``init`` / ``update`` /
+    ``sample_logits`` is not a PRNG key: most often a state passed in the pre-0.2
+    order (``sample_logits(state, key, x)``), which otherwise fails deep inside
+    the family's code (an AttributeError on a key). Checked while tracing, so a
+    compiled call costs nothing."""
+    if _is_key(value):
+        return
+    what = type(value).__name__
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        what += f" of shape {tuple(shape)} and dtype {value.dtype}"
+    raise ValueError(
+        f"Agent.{field} takes {_NEW_ORDER[field]} since decision_bench 0.2 (key first); its first "
+        f"argument is a {what}, not a PRNG key (jax.random.key); was a state passed first?"
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class Agent:
     """The record of an agent's pure functions; a pytree.

@@ -21,13 +21,14 @@ follow the Agent's key-first order (agents/base.py): ``init(hyper, key)``,
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from decision_bench.agents.base import Agent
+from decision_bench.agents.base import Agent, check_key_argument
 from decision_bench.agents.regularization import decayed_weight
 
 
@@ -49,7 +50,28 @@ def bind(
     record: the static fields of the Agent (num_steps, name, update_mode).
     """
     bound = lambda fn: None if fn is None else jax.tree_util.Partial(fn, hyper)  # noqa: E731
-    return Agent(bound(init), bound(update), bound(sample_logits), bound(member_logits), **record)
+    return Agent(
+        bound(_key_checked(init, "init")),
+        bound(_key_checked(update, "update")),
+        bound(_key_checked(sample_logits, "sample_logits")),
+        bound(member_logits),
+        **record,
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _key_checked(fn: Callable, field: str) -> Callable:
+    """``fn(hyper, key, ...)`` that first checks ``key`` is a PRNG key
+    (base.check_key_argument: a state given first, in the pre-0.2 order, gets one
+    line instead of an AttributeError deep inside). Cached, so one family function
+    always gets the same wrapper and compiled programs are still shared."""
+
+    @functools.wraps(fn)
+    def checked(hyper, key, *args, **kwargs):
+        check_key_argument(field, key)
+        return fn(hyper, key, *args, **kwargs)
+
+    return checked
 
 
 def hyperparameters_of(agent: Agent) -> Any:

@@ -11,6 +11,7 @@ import argparse
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
+from decision_bench._src.memory import check_resamples
 from decision_bench.analysis.correlation import SKEWED_NOTE, excludes_estimate, min_resamples
 from decision_bench.analysis.pipeline import analyze
 
@@ -35,7 +36,10 @@ def _resamples(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"must be an integer >= {minimum} (10 resamples beyond each bound of the 90% interval), got {text}"
         )
-    return value
+    try:
+        return check_resamples("--resamples", value)  # and small enough to hold in memory
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--resamples ")) from None
 
 
 def register(subparsers) -> argparse.ArgumentParser:

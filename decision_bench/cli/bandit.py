@@ -29,6 +29,7 @@ import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
 from decision_bench._src.files import atomic_write, write_results_csv
+from decision_bench._src.memory import bandit_memory, check_count, check_fits
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench.bandit import make_loop, run_bandit
 from decision_bench.cli.arguments import parse_agent_list
@@ -97,6 +98,19 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     p.set_defaults(func=run_command)
     return p
+
+
+# Counts JAX indexes with int32 (steps and replay positions, seeds, actions, ...).
+SIZE_FLAGS = ("input_dim", "num_actions", "steps", "seeds", "steps_per_obs", "batch_size",
+              "replay_capacity", "log_every", "chunk_size")
+
+
+def check_sizes(args: argparse.Namespace) -> None:
+    """Every count given is within [1, 2**31 - 1]; ValueError naming the flag otherwise."""
+    for dest in SIZE_FLAGS:
+        value = getattr(args, dest, None)
+        if value is not None:
+            check_count("--" + dest.replace("_", "-"), value)
 
 
 def _hidden_sizes(text: str | None) -> tuple[int, ...] | None:
@@ -185,8 +199,21 @@ def run_command(args: argparse.Namespace) -> int:
     # an --out that is a file). Every agent and the output folder are checked
     # before the first one runs, so a typo in the last name costs no minutes.
     try:
+        check_sizes(args)
         for agent in agents:
-            make_loop(agent, args.env, agent_kwargs=agent_kwargs, **run_kwargs)
+            loop, _ = make_loop(agent, args.env, agent_kwargs=agent_kwargs, **run_kwargs)
+        # Before anything is allocated: what this run's arrays need, against the machine.
+        check_fits(
+            "this bandit run",
+            bandit_memory(
+                seeds=args.seeds,
+                steps=args.steps,
+                log_every=args.log_every or max(1, args.steps // 100),
+                replay_capacity=args.replay_capacity,
+                input_dim=loop.env.input_dim,
+                num_actions=loop.env.num_actions,
+            ),
+        )
         restart = bool(getattr(args, "restart", False))
         with claim_run_dir(
             args.out, "bandit", _result_arguments(args, agents), restart=restart, restart_flag="--restart",

@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs one subcommand; returns the exit status (0, 2 for bad input).
+    """Runs one subcommand; returns the exit status (0, 2 for bad input, 1 for a
+    failure during the run such as a worker that died).
 
     Called as the ``decision-bench`` program (argv None), it also installs the
     interrupt exit (Ctrl-C ends at once with 130, see ``_src/console.py``) and,
@@ -86,6 +87,24 @@ def _run(args: argparse.Namespace) -> int:
         # Bad input: a clear message without a traceback.
         console.print_error(str(error))
         return 2
+    except OSError as error:
+        # The disk is full, a folder stands where a file should be, ...: one line
+        # naming the path (finished cells and chunks are saved).
+        console.print_error(console.os_error_line(error))
+        return 1
+    except console.RunFailed as error:
+        # A failure during the run (a worker that died): one line saying what is saved.
+        console.print_error(str(error))
+        return 1
+    except MemoryError:
+        console.print_error(console.OUT_OF_MEMORY)
+        return 1
+    except RuntimeError as error:
+        # XLA's allocator failing (jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED).
+        if "RESOURCE_EXHAUSTED" not in str(error):
+            raise
+        console.print_error(f"{console.OUT_OF_MEMORY} ({str(error).splitlines()[0][:200]})")
+        return 1
 
 
 if __name__ == "__main__":

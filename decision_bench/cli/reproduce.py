@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
+from decision_bench._src.memory import check_resamples
 from decision_bench.analysis import analyze
 from decision_bench.analysis.correlation import check_num_resamples
 from decision_bench.analysis.pipeline import headline
@@ -123,6 +124,7 @@ def _run(args: argparse.Namespace) -> int:
     # repeated name is refused rather than falling back to the whole preset).
     agents = None if args.agents is None else parse_agent_list(args.agents)
     check_num_resamples(args.resamples, name="resamples")
+    check_resamples("--resamples", args.resamples)
     workers = _workers(args.workers, args.executor)
     if agents:
         check_agents(agents)

@@ -64,8 +64,9 @@ from tqdm.auto import tqdm
 
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import atomic_write_text, sha256_hex, write_results_csv
+from decision_bench._src.memory import INT32_MAX, check_count, check_fits, testbed_memory
 from decision_bench._src.rundir import claim_run_dir
-from decision_bench._src.validation import check_choice, check_int
+from decision_bench._src.validation import check_choice
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
 from decision_bench.agents.registry import check_inputs_fit
@@ -245,8 +246,24 @@ def parse_reference(name: str | None, options: Sequence[str]) -> tuple[str | Non
 
 def _seeds(flag_value: int | None, default_count: int) -> tuple[int, ...]:
     """Seeds 0..N-1 for --seeds N (the sweep's default count when not given)."""
-    count = default_count if flag_value is None else check_int("--seeds", flag_value, 1)
-    return tuple(range(count))
+    return tuple(range(_seed_count(flag_value, default_count)))
+
+
+def _seed_count(flag_value: int | None, default_count: int) -> int:
+    return default_count if flag_value is None else check_count("--seeds", flag_value)
+
+
+def check_testbed_memory(args: argparse.Namespace, sweep: Sweep, num_agents: int) -> None:
+    """Refuses, before anything is allocated (the seeds' list included), a run whose
+    largest setting or whose rows cannot fit in this machine's memory."""
+    seeds = _seed_count(args.seeds, sweep.num_seeds)
+    rows = num_agents * len(sweep.settings) * len(sweep.designs) * seeds
+    max_tau = max(design.tau for design in sweep.designs)
+    for setting in sweep.settings:
+        check_fits(
+            "this testbed run",
+            testbed_memory(seeds, setting.num_train, args.num_test, max_tau, setting.input_dim, rows),
+        )
 
 
 def testbed_cells(
@@ -504,6 +521,9 @@ def parse_int_list(flag: str, text: str, minimum: int) -> tuple[int, ...]:
         values = ()
     if not values or any(v < minimum for v in values):
         raise ValueError(f"{flag} must be a comma-separated list of integers >= {minimum}, got {text!r}")
+    if any(v > INT32_MAX for v in values):
+        # JAX indexes with int32.
+        raise ValueError(f"{flag} must be a comma-separated list of integers <= 2**31 - 1, got {text!r}")
     _check_distinct(flag, values, text)
     return values
 
@@ -588,8 +608,10 @@ def main(args: argparse.Namespace) -> int:
     sweep = custom if custom is not None else (getattr(args, "sweep", None) or DEFAULT_SWEEP)
     if sweep != REALDATA and getattr(args, "datasets", None) is not None:
         raise ValueError("--datasets is only used with --sweep realdata")
-    check_int("--num-test", args.num_test, 1)
-    check_int("--num-models", args.num_models, 1)
+    check_count("--num-test", args.num_test)
+    check_count("--num-models", args.num_models)
+    if args.seeds is not None:
+        check_count("--seeds", args.seeds)
     if sweep == REALDATA:
         if getattr(args, "reference", None) is not None:
             raise ValueError("--reference needs a testbed sweep (real data has no reference posterior)")
@@ -605,6 +627,8 @@ def main(args: argparse.Namespace) -> int:
             return _main_realdata(args, out, datasets, seeds, cells)
     if isinstance(sweep, str):
         sweep = get_sweep(sweep)
+    agents = parse_agents(args.agents)
+    check_testbed_memory(args, sweep, len(agents))
     seeds = _seeds(args.seeds, sweep.num_seeds)
     reference, reference_options = parse_reference(
         getattr(args, "reference", None), getattr(args, "reference_option", [])

@@ -24,7 +24,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from decision_bench._src.validation import check_int, check_optional_int
+from decision_bench._src.validation import check_int, check_optional_int, check_seed
 from decision_bench.envs.bandits import BernoulliBandit, make_bandit
 
 INFO_KEYS = ("expected_reward", "optimal_expected_reward", "regret", "optimal_action")
@@ -85,6 +85,8 @@ class BanditEnv(gymnasium.Env):
         return self._params
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            seed = check_seed("seed", seed)  # before gymnasium's generator is reseeded
         super().reset(seed=seed)
         key = _seed_key(seed, self.np_random)
         obs, self._state, self._params, self._key = _reset(self.core, key)
@@ -188,15 +190,25 @@ class BanditVectorEnv(VectorEnv):
         self._needs_reset = np.zeros(self.num_envs, bool)
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
-        super().reset(seed=seed if isinstance(seed, int) or seed is None else int(seed[0]))
+        # Every copy's seed is checked before gymnasium's generator is reseeded.
         if seed is None:
-            seeds = [int(s) for s in self.np_random.integers(0, 2**31 - 1, self.num_envs)]
-        elif isinstance(seed, int):
-            seeds = [seed + i for i in range(self.num_envs)]
+            given = None
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            given = [check_seed("seed", seed)]
+            given += [check_seed(f"seed + {i} (copy {i}'s seed)", given[0] + i) for i in range(1, self.num_envs)]
         else:
-            seeds = [int(s) for s in seed]
-            if len(seeds) != self.num_envs:
+            try:
+                given = list(seed)
+            except TypeError:
+                raise ValueError(f"seed must be an int or a list of {self.num_envs} ints, got {seed!r}") from None
+            if len(given) != self.num_envs:
                 raise ValueError(f"seed must be an int or a list of {self.num_envs} ints, got {seed!r}")
+            given = [check_seed(f"seed[{i}]", s) for i, s in enumerate(given)]
+        super().reset(seed=None if given is None else given[0])
+        if given is None:
+            seeds = [int(s) for s in self.np_random.integers(0, 2**31 - 1, self.num_envs)]
+        else:
+            seeds = given
         keys = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in seeds])
         keys = jax.random.wrap_key_data(keys)
         obs, self._states, self._params, self._keys = _vector_reset(self.core, keys)

@@ -9,23 +9,29 @@ rows of all requested cells in cell order.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import queue
 import subprocess
 import sys
 import threading
-from typing import Any, Callable, Sequence
+import time
+from typing import Any, Callable, NamedTuple, Sequence
 
 import pandas as pd
 
 from decision_bench._src import worker as worker_module
-from decision_bench._src.worker import read_message, write_message
+from decision_bench._src.console import RunFailed
+from decision_bench._src.worker import describe_exit, read_message, write_message
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.store import ResultsStore
 
 RAY_INSTALL_HINT = "pip install 'decision-bench[ray]'"
 EXECUTORS = ("local", "ray")
+# How long a Ray address may take to accept a connection, and Ray to answer on
+# it (Ray spends a few of these before giving up), before the run stops with one line.
+RAY_CONNECT_TIMEOUT_S = 10.0
 # JAX settings a worker process copies from its parent, so that it reads and writes
 # the same persistent compilation cache (see decision_bench._src.compile_cache).
 _INHERITED_JAX_SETTINGS = (
@@ -71,7 +77,10 @@ def run_cells(
       order cells finished in).
 
     An exception raised by compute_fn propagates after the cells that already
-    finished have been written, so re-running resumes from there.
+    finished have been written, so re-running resumes from there. A worker
+    process that dies (killed, out of memory) raises :class:`WorkerDied`, a
+    ``RunFailed`` whose one-line message names the worker, the cell, how it died
+    and where the finished cells are saved.
     """
     cells = tuple(cells)
     for i, cell in enumerate(cells):
@@ -105,6 +114,11 @@ def run_cells(
     finally:
         bar.close()
     return store.load(cells)
+
+
+class WorkerDied(RunFailed):
+    """A worker process ended while computing a cell (the cell is lost, the
+    finished ones are saved)."""
 
 
 def default_workers(limit: int = 4) -> int:
@@ -159,24 +173,41 @@ def _run_processes(todo, compute_fn, store, bar, workers: int) -> None:
                 if job is None:
                     return
                 index, cell = job
-                results.put((index, worker.compute(payload, cell)))
+                outcome = worker.compute(payload, cell)
+                results.put((index, outcome))
+                if isinstance(outcome, _Died):
+                    return
         except BaseException as err:  # noqa: BLE001 - carried to the main thread
             results.put((None, err))
 
     threads = [threading.Thread(target=feed, args=(w,), daemon=True) for w in pool]
+    finished = 0
     try:
         for thread in threads:
             thread.start()
         for _ in todo:
             index, outcome = results.get()
+            if isinstance(outcome, _Died):
+                raise WorkerDied(
+                    f"worker process {outcome.pid} died ({outcome.how}) while computing cell "
+                    f"{outcome.cell.id}; the finished cells ({finished} in this run) are saved in "
+                    f"{store.directory}: run the same command again to resume"
+                )
             if index is None:
                 raise outcome
             store.write(todo[index], outcome)
+            finished += 1
             bar.update(1)
     finally:
         # On an error or an interrupt the cells already written stay; the rest stop.
         for worker in pool:
             worker.stop()
+
+
+class _Died(NamedTuple):
+    pid: int
+    how: str  # describe_exit's words
+    cell: Cell
 
 
 class _WorkerProcess:
@@ -200,11 +231,25 @@ class _WorkerProcess:
         write_message(self.process.stdin, (list(sys.path), settings))
 
     def compute(self, payload: bytes, cell: Cell) -> pd.DataFrame:
-        write_message(self.process.stdin, (payload, cell))
-        ok, value = read_message(self.process.stdout)
+        """The cell's rows; re-raises the worker's exception; a ``_Died`` record
+        (returned, not raised) when the worker process ended."""
+        try:
+            write_message(self.process.stdin, (payload, cell))
+            ok, value = read_message(self.process.stdout)
+        except (EOFError, OSError):  # a closed pipe: the worker is gone
+            return self._died(cell)
         if not ok:
             raise value
         return value
+
+    def _died(self, cell: Cell) -> "_Died":
+        try:
+            # Its end of the pipe is closed: it has exited or is about to.
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        return _Died(self.process.pid, describe_exit(self.process.returncode), cell)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -232,6 +277,62 @@ def _call(compute_fn, cell):
     return compute_fn(cell)
 
 
+def _host_and_port(address: str) -> tuple[str, int] | None:
+    """("host", port) of "host:port" or "ray://host:port"; None for "auto" and
+    other forms Ray resolves itself."""
+    text = address.strip()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def _check_reachable(address: str, timeout: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """Raises RunFailed, within ``timeout`` seconds, when nothing answers at the
+    Ray address: ray.init itself retries an unreachable cluster for minutes.
+    A plain TCP connection with a deadline: no thread is left waiting."""
+    import socket  # noqa: PLC0415 - only the Ray path needs it
+
+    target = _host_and_port(address)
+    if target is None:
+        return
+    try:
+        socket.create_connection(target, timeout=timeout).close()
+    except OSError as error:
+        if isinstance(error, TimeoutError):
+            reason = f"no answer within {timeout:g} s"
+        else:
+            reason = (error.strerror or str(error)).lower()
+        raise RunFailed(
+            f"cannot reach the Ray cluster at --address {address!r} ({reason}): check the address "
+            "and that the cluster is up, or leave --address out to start a local Ray instance"
+        ) from None
+
+
+@contextlib.contextmanager
+def _bounded_ray_connect(address: str | None):
+    """While connecting to a cluster: one connection attempt of at most
+    RAY_CONNECT_TIMEOUT_S (Ray's own defaults retry an address that accepts
+    connections but is no Ray for minutes). Ray reads these environment variables
+    as it connects; a value the user set wins; they are restored afterwards."""
+    if address is None:
+        yield
+        return
+    settings = {
+        "RAY_gcs_server_port_wait_time_s": "1",  # attempts (one a second at most)
+        "RAY_py_gcs_connect_timeout_s": str(int(RAY_CONNECT_TIMEOUT_S)),
+    }
+    added = [name for name in settings if name not in os.environ]
+    os.environ.update({name: settings[name] for name in added})
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
 def _run_ray(todo, compute_fn, store, bar, address) -> None:
     ray = _import_ray()
     started_here = not ray.is_initialized()
@@ -239,7 +340,20 @@ def _run_ray(todo, compute_fn, store, bar, address) -> None:
         # A local instance needs no dashboard; a cluster keeps its own settings
         # (and "ray://" client connections reject start-up options).
         options = {"include_dashboard": False} if address is None else {}
-        ray.init(address=address, **options)
+        if address is not None:
+            _check_reachable(address)
+        began = time.monotonic()
+        try:
+            with _bounded_ray_connect(address):
+                ray.init(address=address, **options)
+        except (ConnectionError, RuntimeError) as error:
+            if address is None:
+                raise
+            raise RunFailed(
+                f"cannot connect to the Ray cluster at --address {address!r} (no Ray answered; gave up "
+                f"after {time.monotonic() - began:.0f} s: {str(error).splitlines()[0]}); check the address "
+                "and that the cluster is up, or leave --address out to start a local Ray instance"
+            ) from None
     try:
         remote_call = ray.remote(_call)
         fn_ref = ray.put(compute_fn)  # shipped once, not once per task

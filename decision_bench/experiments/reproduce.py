@@ -28,7 +28,7 @@ import pandas as pd
 
 from decision_bench._src.files import atomic_write_text, sha256_hex, write_results_csv
 from decision_bench._src.rundir import claim_run_dir
-from decision_bench._src.validation import check_choice
+from decision_bench._src.validation import check_choice, reporting_user_errors, user_code_error
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_names
 from decision_bench.agents.registry import check_inputs_fit
@@ -56,13 +56,16 @@ def load_agent_file(path: str | Path) -> tuple[str, Callable]:
         raise ValueError(f"agent_file {str(path)!r} does not exist")
     module_spec = importlib.util.spec_from_file_location(f"decision_bench_user_{path.stem}", path)
     module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as error:  # noqa: BLE001 - the user's code: any error, one line naming file and line
+        raise ValueError(user_code_error(path, error, "importing it")) from None
     make_agent = getattr(module, "make_agent", None)
     if not callable(make_agent):
         raise ValueError(
             f"agent_file {str(path)!r} must define make_agent(spec) -> decision_bench.agents.Agent"
         )
-    return str(getattr(module, "NAME", path.stem)), make_agent
+    return str(getattr(module, "NAME", path.stem)), reporting_user_errors(path, make_agent, "in make_agent")
 
 
 def _family(setting: TestbedSetting) -> dict[str, Any]:

@@ -264,3 +264,19 @@ def test_invalid_values_fail_at_construction(name, overrides, parameter):
 def test_every_config_has_the_regularization_mode(name):
     assert agents.config(name).regularization == "testbed"
     assert agents.config(name, regularization="sequential").regularization == "sequential"
+
+
+@pytest.mark.parametrize("name", registered())
+def test_a_state_passed_where_the_key_belongs_is_one_line_naming_the_order(name):
+    agent = agents.make(name, SPEC, **small_overrides(name))
+    key = jax.random.key(0)
+    state = agent.init(key)
+    x = jnp.zeros((3, SPEC.input_dim), jnp.float32)
+    with pytest.raises(ValueError, match=r"^Agent.sample_logits takes \(key, state, x\) since decision_bench 0.2 "
+                                         r"\(key first\); its first argument is a .*, not a PRNG key"):
+        agent.sample_logits(state, key, x)  # the pre-0.2 order
+    with pytest.raises(ValueError, match=r"^Agent.sample_logits takes \(key, state, x\)"):
+        jax.jit(agent.sample_logits)(state, key, x)
+    # The key-first call works, with a typed key and with a raw uint32 one.
+    assert agent.sample_logits(key, state, x).shape == (3, SPEC.num_classes)
+    assert agent.sample_logits(jax.random.PRNGKey(0), state, x).shape == (3, SPEC.num_classes)

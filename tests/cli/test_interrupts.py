@@ -14,6 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from decision_bench._src import console
+
 COMMAND = [sys.executable, "-m", "decision_bench.cli"]
 # Longer than any of these tiny runs could take, so a signal always finds it running.
 LONG_BANDIT = ["bandit", "--agents", "mlp", "--env", "BernoulliBandit-v0", "--num-actions", "4",
@@ -186,3 +188,65 @@ def test_ctrl_c_in_testbed_keeps_finished_cells_and_the_same_command_resumes(tmp
     assert f"resuming: {done} of 4 cells already done" in again.stderr
     rows = pd.read_csv(tmp_path / "testbed.csv")
     assert len(rows) == 4 and set(rows.agent) == {"mlp", "ensemble"}
+
+
+# The installed program, as a person runs it (its entry point installs the
+# interrupt exit before the package's JAX and flax imports start).
+PROGRAM = Path(sys.executable).parent / "decision-bench"
+
+
+@pytest.mark.parametrize("delay", [0.2, 0.5, 1.0, 2.0])
+def test_ctrl_c_while_the_program_imports_jax_exits_130_without_a_traceback(tmp_path, delay):
+    # SIGINT at its default disposition in the program, as at a terminal (a shell
+    # that starts jobs in the background hands them SIGINT ignored): a small
+    # launcher resets it and execs the program (no preexec_fn in a JAX process).
+    argv = [str(PROGRAM)] + LONG_BANDIT + ["--out", str(tmp_path)]
+    reset_and_exec = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    process = subprocess.Popen(
+        [sys.executable, "-c", reset_and_exec] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(delay)
+    status, err, seconds = _signal_and_wait(process, signal.SIGINT)
+    assert status == 130, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert err.strip().splitlines() == [console.INTERRUPTED]
+    assert seconds < 2.0
+
+
+def test_the_program_installs_the_interrupt_exit_before_importing_the_package():
+    probe = (
+        "import signal, sys, decision_bench_launcher as launcher\n"
+        "launcher._install_interrupt_exit()\n"
+        "handler = signal.getsignal(signal.SIGINT)\n"
+        "print('decision_bench' in sys.modules, getattr(handler, 'decision_bench_interrupt_exit', False))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "True"], done.stderr
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += [int(c) for c in (task / "children").read_text().split()]
+    return children
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_kill_9_of_a_reproduce_worker_ends_with_one_line_naming_it_and_its_cell(tmp_path):
+    out = tmp_path / "demo"
+    process = _start(["reproduce", "--preset", "demo", "--no-progress", "--workers", "2", "--out", str(out)])
+    deadline = time.monotonic() + 60
+    while len(_children(process.pid)) < 2:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.1)
+    victim = _children(process.pid)[0]
+    time.sleep(1.0)  # each worker has been handed a cell
+    os.kill(victim, signal.SIGKILL)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 1, err
+    lines = [line for line in err.splitlines() if line.startswith("decision-bench:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith(f"decision-bench: error: worker process {victim} died (killed by SIGKILL; "
+                               "an out-of-memory kill looks the same) while computing cell "), lines[0]
+    assert str(out / "cells") in lines[0] and "run the same command again to resume" in lines[0]

@@ -231,3 +231,22 @@ def test_bernoulli_bandit_expected_rewards_are_the_coin_probabilities():
     for a in range(5):
         info = core.step(jax.random.key(a), state, a, params)[3]
         assert float(info["expected_reward"]) == pytest.approx(float(params.model["p"][a]))
+
+
+@pytest.mark.parametrize("seed", [2**64, 2**63, -1, 1.5, True])
+def test_a_seed_jax_cannot_take_is_refused_in_one_line_naming_seed(seed):
+    env = gym.make("decision_bench/BernoulliBandit-v0", num_actions=3)
+    with pytest.raises(ValueError, match=r"^seed must be an integer in \[0, 2\*\*63 - 1\], got "):
+        env.reset(seed=seed)
+    obs, _ = env.reset(seed=2**63 - 1)  # the largest accepted seed works
+    assert obs.shape == env.observation_space.shape
+
+
+def test_vector_seeds_are_checked_for_every_copy():
+    venv = gym.make_vec("decision_bench/BernoulliBandit-v0", num_envs=2, num_actions=3)
+    with pytest.raises(ValueError, match=r"^seed \+ 1 \(copy 1's seed\) must be an integer in \[0, 2\*\*63 - 1\]"):
+        venv.reset(seed=2**63 - 1)
+    with pytest.raises(ValueError, match=r"^seed\[1\] must be an integer in"):
+        venv.reset(seed=[0, 2**64])
+    obs, _ = venv.reset(seed=[0, 2**63 - 1])
+    assert obs.shape[0] == 2

@@ -404,3 +404,101 @@ def test_workers_are_validated_in_one_line(tmp_path):
     with pytest.raises(ValueError, match=r"compute_fn must pickle"):
         run_cells(_cells(), lambda cell: _compute(cell), store, progress=False, workers=2)
     assert list(tmp_path.iterdir()) == []
+
+
+class _KilledOn:
+    """compute_fn whose worker process kills itself with SIGKILL on one cell (as
+    kill -9 or the out-of-memory killer would); picklable, for worker processes."""
+
+    def __init__(self, cell_id: str):
+        self.cell_id = cell_id
+
+    def __call__(self, cell):
+        if cell.id == self.cell_id:
+            import signal  # noqa: PLC0415 - only this helper needs it
+
+            os.kill(os.getpid(), signal.SIGKILL)
+        return _compute(cell)
+
+
+def test_a_worker_killed_by_sigkill_is_named_with_its_cell_and_finished_cells_stay(tmp_path):
+    from decision_bench._src.console import RunFailed
+    from decision_bench.experiments.executors import WorkerDied
+
+    cells = _cells()
+    store = ResultsStore(tmp_path)
+    with pytest.raises(WorkerDied) as raised:
+        run_cells(cells, _KilledOn(cells[-1].id), store, progress=False, workers=2)
+    message = str(raised.value)
+    assert isinstance(raised.value, RunFailed)
+    assert re.match(r"worker process \d+ died \(killed by SIGKILL; an out-of-memory kill looks the same\) "
+                    rf"while computing cell {re.escape(cells[-1].id)}; ", message), message
+    assert str(tmp_path) in message and "run the same command again to resume" in message
+    assert "\n" not in message
+    assert not store.is_done(cells[-1])
+    assert sum(store.is_done(c) for c in cells) >= 1
+    pd.testing.assert_frame_equal(run_cells(cells, _compute, store, progress=False), _expected(cells))
+
+
+def _free_port(listening: bool):
+    import socket  # noqa: PLC0415 - only these tests need it
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    if listening:
+        server.listen(5)  # accepts connections, but is no Ray
+    else:
+        server.close()  # nothing answers: connection refused
+    return server, port
+
+
+def test_an_unreachable_ray_address_fails_at_once_in_one_line(tmp_path):
+    pytest.importorskip("ray")
+    from decision_bench._src.console import RunFailed
+
+    _, port = _free_port(listening=False)
+    with pytest.raises(RunFailed) as raised:
+        run_cells(_cells(), _compute, ResultsStore(tmp_path), executor="ray",
+                  address=f"ray://127.0.0.1:{port}", progress=False)
+    message = str(raised.value)
+    assert message.startswith(f"cannot reach the Ray cluster at --address 'ray://127.0.0.1:{port}' "
+                              "(connection refused)"), message
+    assert "\n" not in message and not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_a_ray_address_that_is_no_ray_times_out_in_one_line(tmp_path, monkeypatch):
+    pytest.importorskip("ray")
+    import time
+
+    from decision_bench._src.console import RunFailed
+    from decision_bench.experiments import executors
+
+    monkeypatch.setattr(executors, "RAY_CONNECT_TIMEOUT_S", 3.0)
+    server, port = _free_port(listening=True)
+    began = time.monotonic()
+    with pytest.raises(RunFailed, match=r"cannot connect to the Ray cluster at --address '127.0.0.1:\d+' "
+                                        r"\(no Ray answered; gave up after \d+ s"):
+        run_cells(_cells(), _compute, ResultsStore(tmp_path), executor="ray",
+                  address=f"127.0.0.1:{port}", progress=False)
+    assert time.monotonic() - began < 60  # Ray's defaults wait for minutes
+    server.close()
+
+
+class _TwoArgumentError(Exception):
+    """Pickles, but does not unpickle (its __init__ needs two arguments)."""
+
+    def __init__(self, what, where):
+        super().__init__(f"{what} at {where}")
+
+
+class _RaisingUnpicklable:
+    def __call__(self, cell):
+        raise _TwoArgumentError("bad value", cell.id)
+
+
+def test_an_error_that_does_not_unpickle_still_reaches_the_caller_as_text(tmp_path):
+    cells = _cells()[:2]
+    with pytest.raises(RuntimeError, match=r"^_TwoArgumentError: bad value at "):
+        run_cells(cells, _RaisingUnpicklable(), ResultsStore(tmp_path), progress=False, workers=2)
