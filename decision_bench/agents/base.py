@@ -104,7 +104,8 @@ def check_key_argument(field: str, value: Any) -> None:
     order (``sample_logits(state, key, x)``), which otherwise fails deep inside
     the family's code (an AttributeError on a key). Checked while tracing, so a
     compiled call costs nothing."""
-    if _is_key(value):
+    # None is no state: an agent that draws nothing (knn, random_forest) may be called without a key.
+    if value is None or _is_key(value):
         return
     what = type(value).__name__
     shape = getattr(value, "shape", None)

@@ -25,11 +25,21 @@ def _error_lines(capsys) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("decision-bench: error:")]
 
 
-def test_a_full_disk_during_a_cell_write_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys):
-    def full(fd):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+def _full_under(folder):
+    """An fsync that fails with ENOSPC for files written below `folder` (the run's own
+    lock and manifest, written first, still succeed: the disk fills during the run)."""
+    real_fsync = os.fsync
 
-    monkeypatch.setattr(os, "fsync", full)  # every atomic write flushes with fsync
+    def fsync(fd):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(folder)):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_fsync(fd)
+
+    return fsync
+
+
+def test_a_full_disk_during_a_cell_write_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(os, "fsync", _full_under(tmp_path / "cells"))  # every atomic write flushes with fsync
     status = main(TINY_TESTBED + ["--out", str(tmp_path)])
     assert status == 1
     (line,) = _error_lines(capsys)
@@ -39,10 +49,7 @@ def test_a_full_disk_during_a_cell_write_is_one_line_naming_the_file(tmp_path, m
 
 
 def test_a_full_disk_during_a_bandit_checkpoint_is_one_line(tmp_path, monkeypatch, capsys):
-    def full(fd):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    monkeypatch.setattr(os, "fsync", full)
+    monkeypatch.setattr(os, "fsync", _full_under(tmp_path / "checkpoints"))
     assert main(TINY_BANDIT + ["--out", str(tmp_path)]) == 1
     (line,) = _error_lines(capsys)
     assert "no space left on the device writing" in line and str(tmp_path / "checkpoints" / "mlp") in line

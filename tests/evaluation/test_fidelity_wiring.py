@@ -130,10 +130,10 @@ def test_fidelity_table_floor_and_rank_correlations():
     assert row["reference_converged"] == pytest.approx(2 / 3) and row["n"] == 3
     assert hmc_floor(frame) == pytest.approx(0.41)
     assert hmc_floor(frame[frame["agent"] != "hmc"]) is None
-    same = rank_correlations(table, 200, 0).set_index("distance")
+    same = rank_correlations(table, 400, 0).set_index("distance")
     assert same.loc["tv_joint", "spearman"] == pytest.approx(1.0) and same.loc["tv_joint", "n"] == 4
     assert same.loc["tv_joint", "spearman_ci_low"] <= 1.0 <= same.loc["tv_joint", "spearman_ci_high"] + 1e-12
-    reversed_ = rank_correlations(fidelity_table(_synthetic([4, 3, 2, 1])), 200, 0).set_index("distance")
+    reversed_ = rank_correlations(fidelity_table(_synthetic([4, 3, 2, 1])), 400, 0).set_index("distance")
     assert reversed_.loc["kl_to_reference", "spearman"] == pytest.approx(-1.0)
     mixed = rank_correlations(fidelity_table(_synthetic([2, 1, 4, 3])), 500, 0).set_index("distance")
     assert mixed.loc["tv_joint", "spearman"] == pytest.approx(0.6)  # 1 - 6 * 4 / (4 * 15)
@@ -141,14 +141,14 @@ def test_fidelity_table_floor_and_rank_correlations():
 
 
 def test_fidelity_outputs_write_tables_figure_and_section(tmp_path):
-    out = fidelity_outputs(_synthetic([1, 2, 3, 4]), tmp_path, 100, 0)
+    out = fidelity_outputs(_synthetic([1, 2, 3, 4]), tmp_path, 400, 0)
     assert {p.name for p in out.paths} == {"fidelity.csv", "fidelity_correlations.csv"}
     assert {p.suffix for p in out.figures} == {".png", ".pdf"} and all(p.exists() for p in out.figures)
     assert "## Distance to the reference posterior (hmc)" in out.report
     assert "HMC floor: the hmc agent's own mean d_KL^10 is 0.410" in out.report
     assert "Spearman rank correlation across agents of joint TV" in out.report
     plain = _synthetic([1, 2, 3, 4]).drop(columns=["tv_joint", "kl_to_reference"])
-    empty = fidelity_outputs(plain, tmp_path / "none", 100, 0)
+    empty = fidelity_outputs(plain, tmp_path / "none", 400, 0)
     assert empty.paths == () and empty.report == ""
 
 
