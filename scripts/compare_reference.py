@@ -676,6 +676,16 @@ def run(args: argparse.Namespace) -> bool:
         names = agents_with_figures()
     if not names:
         raise ValueError("--agent all: no agent has reference figures")
+    if args.ours is not None:  # only the agents the --ours files hold
+        held = set()
+        for path in args.ours:
+            held |= set(_read_csv(Path(path), "ours file", "write one with --save FILE")["agent"])
+        skipped = [name for name in names if name not in held]
+        names = [name for name in names if name in held]
+        if skipped:
+            print(f"--agent all: not in the --ours files, skipped: {', '.join(skipped)}")
+        if not names:
+            raise ValueError("--agent all: the --ours files hold none of the agents with reference figures")
     results = {}
     for name in names:
         print(f"\n===== {name} =====")

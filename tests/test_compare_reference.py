@@ -304,6 +304,11 @@ def test_agent_all_compares_each_agent_and_its_ratio_to_mlp(cr, tmp_path, capsys
     assert "ratio to mlp within each side, per tau, on 4 of the 4 settings" in printed
     assert "tau 1 ratio to mlp: reference 2.000 vs ours 2.000 (agree" in printed
     assert printed.rstrip().endswith("summary: mlp HOLDS, uniform HOLDS")
+    # --agent all with --ours compares only the agents those files hold
+    assert cr.main(argv[:4] + ["--ours", str(tmp_path / "ours_mlp.csv")]) == 0
+    printed = capsys.readouterr().out
+    assert "--agent all: not in the --ours files, skipped: uniform" in printed
+    assert printed.rstrip().endswith("summary: mlp HOLDS")
     # without our mlp the ratio cannot be formed, and the acceptance is not established
     assert cr.main(argv[:4] + ["--agent", "uniform", "--ours", str(tmp_path / "ours_uniform.csv")]) == 1
     assert "ratio to mlp not computed: ours has no mlp rows" in capsys.readouterr().out
