@@ -7,6 +7,7 @@ Subcommands:
   analyze    correlations of d_KL with regret, figures and a report from a run directory
   demo       what ``make demo`` runs: ``reproduce --preset demo``
   tune       a grid of an agent's real-valued hyperparameters as one vmapped program
+  leaderboard  your agents against the stored core agents on the very same problems
 
 Run as a program, the command keeps compiled XLA programs in a persistent cache
 (``_src/compile_cache.py``), so a second run of the same command loads them
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Imported here, after main() has installed the interrupt exit: importing JAX
     # and every agent family takes seconds, and Ctrl-C during it must end cleanly.
     from decision_bench import __version__
-    from decision_bench.cli import analyze, bandit, reproduce, testbed, tune
+    from decision_bench.cli import analyze, bandit, leaderboard, reproduce, testbed, tune
 
     parser = argparse.ArgumentParser(
         prog="decision-bench",
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"decision-bench {__version__}")
     parser.add_argument("--no-compile-cache", action="store_true", help=NO_CACHE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in (reproduce, testbed, bandit, analyze, tune):
+    for command in (reproduce, testbed, bandit, analyze, tune, leaderboard):
         command.register(sub)
     # Also accepted after the subcommand. SUPPRESS: a subcommand that was not
     # given the flag must not reset the value parsed before it.

@@ -312,9 +312,13 @@ def testbed_cells(
     )
 
 
-def compute_testbed_cell(cell: Cell, reference_fits: ReferenceFits | None = None) -> pd.DataFrame:
+def compute_testbed_cell(
+    cell: Cell, reference_fits: ReferenceFits | None = None, make_agent: Callable | None = None
+) -> pd.DataFrame:
     """The rows of one testbed cell (``run_testbed`` on its one setting); built from
-    the cell alone, so a stored cell can always be recomputed the same way.
+    the cell alone, so a stored cell can always be recomputed the same way
+    (``make_agent``: a user's agent factory for a cell of an agent file, whose
+    digest the cell holds; None for a registered agent).
     Programs compiled for one cell are reused by the next where they coincide
     (JAX's jit cache: the same agent at another temperature, say); with a
     reference, ``reference_fits`` shares its fit of a setting between the cells
@@ -333,7 +337,7 @@ def compute_testbed_cell(cell: Cell, reference_fits: ReferenceFits | None = None
     reference = problem.get("reference")
     options = {k: tuple(v) if isinstance(v, list) else v for k, v in problem.get("reference_options", ())}
     return run_testbed(
-        cell.agent,
+        cell.agent if make_agent is None else {cell.agent: make_agent},
         sweep,
         list(cell.seeds),
         num_test=problem["num_test"],

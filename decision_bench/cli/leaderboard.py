@@ -1,0 +1,186 @@
+"""``decision-bench leaderboard``: your agents against the stored core agents, problem by problem.
+
+    decision-bench leaderboard --agent-file my_agent.py --out DIR
+    decision-bench leaderboard --agents ensemble --agent-file my_agent.py --baselines standard --out DIR
+
+runs the given agents (registered names in --agents, and/or the agents of
+--agent-file files) on exactly the problems the stored baselines were scored on
+(the same environments, training data and test inputs: problems are functions of
+setting and seed), then prints and writes:
+
+- DIR/leaderboard.csv: each agent's d_KL^1, d_KL^10, d_KL^{10,kappa=2}, accuracy and
+  ECE (stratified mean over settings, with standard errors), yours and the baselines';
+- DIR/leaderboard_paired.csv: for each of your agents and each baseline, the mean
+  over problems of yours minus the baseline's, with its standard error: environment
+  luck cancels in a paired difference, so it resolves far smaller gaps than the scores;
+- DIR/leaderboard.md (both tables) and DIR/testbed.csv (your agents' rows).
+
+Stored baselines ship with the package (``decision-bench leaderboard --list``); a
+baseline stored by another package version, or whose default config has changed
+since, is left out of the comparison with a line saying why (``--allow-stale``
+compares it anyway, marked as such). ``--baselines PATH.json`` takes baselines stored
+elsewhere (``experiments.baselines.store_baselines``). Resumable as ``testbed``:
+each finished cell is kept in DIR/cells/, and DIR belongs to one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import io
+from pathlib import Path
+
+import pandas as pd
+
+from decision_bench._src.console import HelpFormatter
+from decision_bench._src.files import atomic_write_text, sha256_hex, write_results_csv
+from decision_bench._src.rundir import claim_run_dir
+from decision_bench._src.validation import check_choice
+from decision_bench.agents import names as registered_names
+from decision_bench.analysis.leaderboard import markdown, paired_differences, scores
+from decision_bench.cli.arguments import parse_agent_list
+from decision_bench.cli.testbed import _describe_testbed, compute_testbed_cell, run_cells
+from decision_bench.experiments.baselines import library_differences, load_baselines, stale_reasons, stored_names
+from decision_bench.experiments.reproduce import load_agent_file
+from decision_bench.experiments.store import ResultsStore
+
+DEFAULT_BASELINES = "standard"
+CELLS_DIR = "cells"
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Adds the ``leaderboard`` subcommand to an argparse subparsers object."""
+    parser = subparsers.add_parser(
+        "leaderboard",
+        help="your agents against the stored core agents on the very same problems",
+        description=__doc__.splitlines()[0],
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--agents", default=None, help="comma-separated registered agent names to score")
+    parser.add_argument(
+        "--agent-file", action="append", default=[], dest="agent_files", metavar="FILE",
+        help="a Python file defining make_agent(spec) and optionally NAME (repeatable); see docs/custom_agent.md",
+    )
+    parser.add_argument(
+        "--baselines", default=None,
+        help=f"stored baselines: a name ({', '.join(stored_names()) or 'none stored'}; default "
+        f"{DEFAULT_BASELINES}) or the path of a baselines .json file",
+    )
+    parser.add_argument("--out", default=None, help="output directory (created if missing)")
+    parser.add_argument(
+        "--allow-stale", action="store_true",
+        help="also compare with baselines made by other code (marked stale in the tables)",
+    )
+    parser.add_argument("--list", action="store_true", help="list the stored baselines and exit")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.set_defaults(func=main)
+    return parser
+
+
+def _list() -> int:
+    for name in stored_names():
+        stored = load_baselines(name)
+        problems = sum(len(seeds) for _, seeds in stored.problems)
+        reasons = stale_reasons(stored)
+        print(
+            f"{name}: {len(stored.agents)} agents ({', '.join(stored.agents)}) on {len(stored.problems)} "
+            f"settings, {problems} problems; made by: {stored.meta['command']}"
+            + (f"; stale: {', '.join(sorted(reasons))}" if reasons else "")
+        )
+    if not stored_names():
+        print("no stored baselines")
+    return 0
+
+
+def _compute(cell, files: dict[str, str]):
+    """A cell's rows; a user's agent is loaded from its file, which must still be the
+    file the cell was planned with (its digest is in the cell's id)."""
+    if cell.agent not in files:
+        return compute_testbed_cell(cell)
+    path = Path(files[cell.agent])
+    if sha256_hex(path.read_bytes()) != cell.agent_file_sha256:
+        raise ValueError(
+            f"agent_file {str(path)!r} changed while the run was going on; run the command again "
+            "(its finished cells are kept) to compute the new version"
+        )
+    return compute_testbed_cell(cell, make_agent=load_agent_file(path)[1])
+
+
+def _as_stored(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows as a CSV reader sees them, so they join the stored baselines' rows
+    (read from CSV) on equal types."""
+    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list()
+    if args.out is None:
+        raise ValueError("--out is required (the folder for the tables and the agents' cells)")
+    stored = load_baselines(args.baselines or DEFAULT_BASELINES)
+    registered = parse_agent_list(args.agents) if args.agents else ()
+    for agent in registered:
+        check_choice("--agents", agent, registered_names())
+    files: dict[str, str] = {}
+    digests: dict[str, str] = {}
+    for path in args.agent_files:
+        name, _ = load_agent_file(path)
+        if name in files or name in registered:
+            raise ValueError(f"--agent-file {path!r} defines agent {name!r}, which is already given")
+        files[name] = str(path)
+        digests[name] = sha256_hex(Path(path).read_bytes())
+    agents = registered + tuple(files)
+    if not agents:
+        raise ValueError("give the agents to score: --agents NAMES and/or --agent-file FILE")
+    clash = sorted(set(files) & set(stored.agents))
+    if clash:
+        raise ValueError(
+            f"--agent-file agents {clash} have a baseline's name; set another NAME in the file"
+        )
+    reasons = stale_reasons(stored)
+    compared = [a for a in stored.agents if a not in agents and (args.allow_stale or a not in reasons)]
+    cells = tuple(c for agent in agents for c in stored.cells(agent, digests.get(agent)))
+    arguments = {
+        "--agents": list(registered), "--agent-file": {n: digests[n] for n in files},
+        "--baselines": stored.name, "--allow-stale": bool(args.allow_stale),
+    }
+    with claim_run_dir(args.out, "leaderboard", arguments) as out:
+        frame = run_cells(
+            cells,
+            functools.partial(_compute, files=files),
+            ResultsStore(out / CELLS_DIR),
+            desc="leaderboard",
+            describe=_describe_testbed,
+            progress=not args.no_progress,
+        )
+        ours = _as_stored(frame)
+        baseline_rows = stored.rows[stored.rows["agent"].isin(compared)]
+        both = pd.concat([ours, baseline_rows], ignore_index=True)
+        score_table = scores(both)
+        score_table.insert(1, "source", [
+            "yours" if a in agents else ("stored, stale" if a in reasons else "stored") for a in score_table["agent"]
+        ])
+        paired = paired_differences(both, agents, compared)
+        notes = [
+            f"baselines {stored.name!r}: {stored.meta['command']} ({stored.meta['versions'].get('decision-bench')}, "
+            f"stored {stored.meta['created']})",
+        ]
+        libraries = library_differences(stored)
+        if libraries:
+            notes.append(f"the baselines were computed with {libraries}: rows may differ in float rounding")
+        for agent in agents:
+            if agent in stored.agents:
+                notes.append(f"{agent} is also a stored baseline: scored anew here, its stored rows not used")
+        for agent, reason in sorted(reasons.items()):
+            if agent in agents:
+                continue
+            verb = "compared anyway (--allow-stale)" if args.allow_stale else "left out (--allow-stale compares it)"
+            notes.append(f"baseline {agent} is stale ({reason}): {verb}")
+        write_results_csv(out / "testbed.csv", frame)
+        write_results_csv(out / "leaderboard.csv", score_table)
+        write_results_csv(out / "leaderboard_paired.csv", paired)
+        text = markdown(score_table, paired, notes)
+        atomic_write_text(out / "leaderboard.md", text)
+    print(text, end="")
+    print(f"wrote {out / 'leaderboard.md'}, leaderboard.csv, leaderboard_paired.csv")
+    return 0

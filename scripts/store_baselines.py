@@ -1,0 +1,35 @@
+"""Stores a finished ``decision-bench testbed`` run as the package's baselines NAME.
+
+    decision-bench testbed --sweep standard --agents mlp,ensemble,dropout,bbb,hypermodel,ensemble+,epinet \
+        --out runs/baselines_standard
+    python scripts/store_baselines.py runs/baselines_standard standard \
+        --command "decision-bench testbed --sweep standard --agents ... (5 seeds)"
+
+writes decision_bench/experiments/baselines/NAME.csv (+ .csv.sha256) and NAME.json
+(``experiments.baselines.store_baselines``), which ``decision-bench leaderboard``
+reads. Commit them with the code that made them: tests/experiments/test_stored_baselines.py
+recomputes a sample of their rows.
+"""
+
+import argparse
+import sys
+
+from decision_bench.experiments.baselines import STORED_DIR, load_baselines, store_baselines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", help="the folder of a finished decision-bench testbed run")
+    parser.add_argument("name", help="the baselines' name, e.g. the sweep's (standard, paper2d)")
+    parser.add_argument("--command", required=True, help="the command that made the run, recorded as is")
+    parser.add_argument("--folder", default=str(STORED_DIR), help="where to store (default: the package's)")
+    args = parser.parse_args()
+    path = store_baselines(args.run_dir, args.folder, args.name, args.command)
+    stored = load_baselines(path)
+    seconds = {a: r["compute_seconds"] for a, r in stored.meta["agents"].items()}
+    print(f"stored {len(stored.rows)} rows of {', '.join(stored.agents)} in {path}; compute seconds {seconds}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""decision-bench leaderboard: stored baselines, paired on the very same problems."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from decision_bench.analysis.leaderboard import paired_differences
+from decision_bench.cli.program import main as cli_main
+from decision_bench.experiments import baselines as baselines_module
+from decision_bench.experiments.baselines import load_baselines, stale_reasons, store_baselines
+
+# A tiny grid: 2 settings, tau 1 / 10 iid / 10 dyadic, 2 seeds.
+GRID = [
+    "--num-train", "2,5", "--temperature", "0.5", "--tau", "1,10", "--kappa", "2",
+    "--seeds", "2", "--num-test", "20", "--num-models", "20", "--no-progress",
+]
+# The registered mlp under another name: the same agent on the same problems.
+TWIN = (
+    "from decision_bench.agents import registry\n"
+    "NAME = 'mlp_twin'\n\n\n"
+    "def make_agent(spec):\n"
+    "    return registry.make('mlp', spec)\n"
+)
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    """Baselines 'tiny' stored from a real testbed run of mlp (one agent keeps it cheap)."""
+    root = tmp_path_factory.mktemp("baselines")
+    run = root / "run"
+    assert cli_main(["testbed", "--agents", "mlp", *GRID, "--out", str(run)]) == 0
+    path = store_baselines(run, root / "stored", "tiny", "decision-bench testbed --agents mlp (tiny grid)")
+    return path
+
+
+def test_stored_baselines_round_trip_with_their_record(stored):
+    loaded = load_baselines(stored)
+    assert loaded.agents == ("mlp",)
+    assert len(loaded.problems) == 2 and all(seeds == (0, 1) for _, seeds in loaded.problems)
+    assert set(loaded.rows["agent"]) == {"mlp"}
+    assert len(loaded.rows) == 2 * 3 * 2  # settings x designs x seeds
+    meta = json.loads(stored.read_text())
+    assert meta["agents"]["mlp"]["compute_seconds"] > 0
+    assert stale_reasons(loaded) == {}
+
+
+def test_a_twin_of_a_baseline_differs_from_it_by_exactly_zero(stored, tmp_path):
+    # Same agent, same problems, same keys: every paired difference is 0, which only
+    # holds if the leaderboard really reruns the stored problems.
+    twin = tmp_path / "twin.py"
+    twin.write_text(TWIN)
+    out = tmp_path / "board"
+    assert cli_main(["leaderboard", "--agent-file", str(twin), "--baselines", str(stored), "--out", str(out),
+                     "--no-progress"]) == 0
+    paired = pd.read_csv(out / "leaderboard_paired.csv")
+    against_mlp = paired[paired["baseline"] == "mlp"]
+    assert set(against_mlp["metric"]) == {"dkl_1", "dkl_10", "dkl_10_kappa2", "accuracy", "ece"}
+    np.testing.assert_array_equal(against_mlp["difference"], 0.0)
+    assert (against_mlp["problems"] == 4).all()
+    board = pd.read_csv(out / "leaderboard.csv")
+    assert list(board["agent"]) == ["mlp_twin", "mlp"]
+    assert list(board["source"]) == ["yours", "stored"]
+    assert "Paired differences" in (out / "leaderboard.md").read_text()
+
+
+def test_a_stale_baseline_is_reported_and_left_out(stored, tmp_path, capsys):
+    meta = json.loads(stored.read_text())
+    meta["agents"]["mlp"]["fingerprint"] = "0" * 16
+    edited = tmp_path / "tiny.json"
+    edited.write_text(json.dumps(meta))
+    for suffix in (".csv", ".csv.sha256"):
+        (tmp_path / f"tiny{suffix}").write_bytes(stored.with_name(f"tiny{suffix}").read_bytes())
+    assert stale_reasons(load_baselines(edited)) == {
+        "mlp": "its default config changed since the rows were stored"
+    }
+    twin = tmp_path / "twin.py"
+    twin.write_text(TWIN)
+    out = tmp_path / "board"
+    assert cli_main(["leaderboard", "--agent-file", str(twin), "--baselines", str(edited), "--out", str(out),
+                     "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "baseline mlp is stale" in text and "left out" in text
+    assert list(pd.read_csv(out / "leaderboard.csv")["agent"]) == ["mlp_twin"]
+    assert pd.read_csv(out / "leaderboard_paired.csv").empty
+
+
+def test_another_package_version_makes_every_baseline_stale(stored, monkeypatch):
+    loaded = load_baselines(stored)
+    monkeypatch.setitem(loaded.meta["versions"], "decision-bench", "0.0.1")
+    reasons = stale_reasons(loaded)
+    assert set(reasons) == {"mlp"} and "0.0.1" in reasons["mlp"]
+
+
+def test_paired_differences_refuse_unmatched_problems():
+    rows = pd.DataFrame({
+        "agent": ["a", "a", "b"], "input_dim": 2, "num_train": 10, "temperature": 0.1,
+        "tau": 1, "kappa": np.nan, "seed": [0, 1, 0], "kl": [1.0, 2.0, 0.5],
+        "accuracy": 0.5, "ece": 0.1,
+    })
+    with pytest.raises(ValueError, match="not scored on the same problems: only a has"):
+        paired_differences(rows, ["a"], ["b"])
+
+
+def test_paired_difference_is_the_stratified_mean_of_differences():
+    # Two settings, two seeds each: differences (1, 3) and (0, 2): means 2 and 1,
+    # se 1 and 1 -> mean 1.5, se sqrt(1 + 1) / 2.
+    base = pd.DataFrame({
+        "input_dim": 2, "num_train": [10, 10, 100, 100], "temperature": 0.1, "tau": 1,
+        "kappa": np.nan, "seed": [0, 1, 0, 1], "accuracy": 0.5, "ece": 0.1,
+    })
+    rows = pd.concat([
+        base.assign(agent="a", kl=[2.0, 5.0, 1.0, 4.0]),
+        base.assign(agent="b", kl=[1.0, 2.0, 1.0, 2.0]),
+    ], ignore_index=True)
+    paired = paired_differences(rows, ["a"], ["b"]).set_index("metric")
+    assert paired.loc["dkl_1", "difference"] == pytest.approx(1.5)
+    assert paired.loc["dkl_1", "difference_se"] == pytest.approx(np.sqrt(2) / 2)
+    assert paired.loc["dkl_1", "problems"] == 4 and paired.loc["accuracy", "difference"] == 0
+
+
+def test_bad_arguments_are_one_line(stored, tmp_path, capsys):
+    cases = [
+        (["--agents", "mlp", "--baselines", "nope", "--out", str(tmp_path / "x")],
+         "--baselines must be a stored baseline name"),
+        (["--baselines", str(stored), "--out", str(tmp_path / "y")], "give the agents to score"),
+        (["--agents", "mlp", "--baselines", str(stored)], "--out is required"),
+        (["--agents", "nope", "--baselines", str(stored), "--out", str(tmp_path / "z")], "--agents"),
+    ]
+    for argv, message in cases:
+        assert cli_main(["leaderboard", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1
+
+
+def test_a_baselines_csv_without_its_checksum_is_refused(stored, tmp_path):
+    (tmp_path / "tiny.json").write_bytes(stored.read_bytes())
+    (tmp_path / "tiny.csv").write_bytes(stored.with_suffix(".csv").read_bytes())
+    with pytest.raises(ValueError, match="no checksum file"):
+        load_baselines(tmp_path / "tiny.json")
+
+
+def test_stored_names_lists_json_records(tmp_path):
+    (tmp_path / "standard.json").write_text("{}")
+    assert baselines_module.stored_names(tmp_path) == ("standard",)
