@@ -201,7 +201,7 @@ def plot_fidelity(
         ax.set_ylabel(f"{METRIC_LABELS['dkl_10']} to the environment")
     _caption(
         fig,
-        "Each point: one agent's means over its testbed problems and seeds; error bars: +-1 standard error of "
+        "Each point: one agent's means over its testbed problems and seeds; error bars: \u00b11 standard error of "
         "its mean d_KL^10 (sample standard deviation over those rows / sqrt(rows)).",
         4.2 * len(distances),
     )

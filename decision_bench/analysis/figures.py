@@ -204,7 +204,7 @@ def plot_normalised_kl(testbed: pd.DataFrame, directory: Path, stem: str = "fig2
     _caption(
         fig,
         "Bars: each agent's mean d_KL over its testbed problems and seeds "
-        f"({_count_range(sizes)} rows per agent and metric), divided by mlp's mean. Error bars: +-1 standard "
+        f"({_count_range(sizes)} rows per agent and metric), divided by mlp's mean. Error bars: \u00b11 standard "
         "error of that mean (sample standard deviation / sqrt(rows)), divided by mlp's mean.",
         width_inches,
     )
@@ -311,7 +311,7 @@ def plot_prior_functions(
             ax.legend(fontsize=8)
     text = (
         "Points: mean d_KL over the testbed problems and seeds at each T "
-        f"({_count_range(counts)} rows per point); error bars: +-1 standard error of the mean."
+        f"({_count_range(counts)} rows per point); error bars: \u00b11 standard error of the mean."
     )
     if single:
         text += f" This run has one training-set size (T = {sizes[0]:g}): the paper's figure plots d_KL against T."
@@ -331,7 +331,7 @@ def setting_title(setting: Mapping[str, object]) -> str:
     bandit d, N and beta."""
     dataset = setting.get("dataset")
     if dataset is not None and not (isinstance(dataset, float) and np.isnan(dataset)):
-        text = str(dataset)
+        text = f"{setting['env']}: {dataset}" if setting.get("env") else str(dataset)
         arm_dim, classes = setting.get("input_dim"), setting.get("num_actions")
         try:
             features = int(arm_dim) // int(classes) - 1
@@ -374,7 +374,7 @@ def plot_regret_curves(bandit: pd.DataFrame, directory: Path, stem: str = "fig7_
         ax.legend(fontsize=7)
     _caption(
         fig,
-        f"Lines: mean cumulative regret over {_count_range(seeds)} seeds per agent; bands: +-1 standard error "
+        f"Lines: mean cumulative regret over {_count_range(seeds)} seeds per agent; bands: \u00b11 standard error "
         "of that mean over seeds.",
         width_inches,
     )
