@@ -494,7 +494,7 @@ def _label_boxes(axis, renderer) -> list:
 def labels_overlap(boxes, pad: float = 0.0) -> bool:
     """Whether any two of the display-unit boxes (matplotlib Bbox) intersect, after
     growing each by `pad` pixels on every side."""
-    grown = [box.expanded(1.0, 1.0).padded(pad) for box in boxes]
+    grown = [box.padded(pad) for box in boxes]
     return any(a.overlaps(b) for i, a in enumerate(grown) for b in grown[i + 1:])
 
 
@@ -519,20 +519,28 @@ def readable_log_ticks(ax) -> None:
         if axis.get_scale() != "log" or not (0 < low < high):
             continue
         decades = math.log10(high / low)
+        evenly = [MaxNLocator(nbins, steps=[1, 2, 2.5, 5, 10]) for nbins in (5, 4, 3, 2)]
         if decades < 1.0:
-            candidates = [MaxNLocator(nbins, steps=[1, 2, 2.5, 5, 10]) for nbins in (5, 4, 3, 2)]
+            candidates = evenly
         else:
             candidates = [LogLocator(subs=subs) for subs in ((1.0, 2.0, 5.0), (1.0, 3.0), (1.0,))]
             candidates += [LogLocator(numticks=max(2, math.ceil(decades / step)) + 1) for step in (2, 3, 5)]
+            if decades < 2.0:  # one decade tick or none may lie inside: evenly spaced ones then
+                candidates += evenly[1:]
         axis.set_minor_locator(LogLocator(subs="auto"))
         axis.set_minor_formatter(NullFormatter())
         axis.set_major_formatter(formatter)
+        chosen = None
         for locator in candidates:
             axis.set_major_locator(locator)
             boxes = _label_boxes(axis, renderer)
             # 3 pixels of air between neighbours: the final draw may shift labels by a pixel.
-            if len(boxes) >= 2 and not labels_overlap(boxes, pad=1.5):
-                break
+            if not labels_overlap(boxes, pad=1.5):
+                if len(boxes) >= 2:
+                    chosen = locator
+                    break
+                chosen = chosen or locator  # one readable label beats several overprinted ones
+        axis.set_major_locator(chosen or candidates[-1])
 
 
 def place_point_labels(ax, xs, ys, texts, fontsize: float = 7) -> list:
