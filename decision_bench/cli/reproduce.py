@@ -85,8 +85,8 @@ def _print_summary(out: Path, result, preset: str | None = None) -> None:
     print(f"\nresults in {out}/: testbed.csv, bandit.csv, correlations.csv, report.md, figures")
     table = agent_table(result)
     if not table.empty:
-        print("\nper agent: mean testbed d_KL over settings and seeds; mean final bandit regret over seeds, "
-              "with its standard error (regret_se)")
+        print("\nper agent: mean testbed d_KL over settings and seeds; mean final bandit regret over seeds\n"
+              "and its standard error (regret_se). These agent points are what the headline correlates:")
         kl_format, regret_format = (lambda v: f"{v:.4f}"), (lambda v: f"{v:.1f}")
         formats = {c: regret_format if c.startswith("regret") else kl_format for c in table.columns if c != "seeds"}
         with pd.option_context("display.width", 120):
