@@ -90,7 +90,7 @@ def _print_summary(out: Path, result, preset: str | None = None) -> None:
         kl_format, regret_format = (lambda v: f"{v:.4f}"), (lambda v: f"{v:.1f}")
         formats = {c: regret_format if c.startswith("regret") else kl_format for c in table.columns if c != "seeds"}
         with pd.option_context("display.width", 120):
-            print(table.to_string(formatters=formats))
+            print(table.reset_index().to_string(index=False, formatters=formats))
     if result.levels:
         level = next((lv for lv in HEADLINE_LEVELS if result.levels.get(lv)), None)
         print("\n" + textwrap.fill(headline(result.levels).replace("**", ""), 100))

@@ -91,10 +91,12 @@ def test_the_demo_console_leads_with_the_agents_and_the_headline(tmp_path, capsy
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert lines[0].startswith("results in")
     assert lines[1].startswith("per agent:")
-    assert lines[3].split() == ["dkl_1", "dkl_10", "regret", "regret_se", "seeds"]
+    assert lines[3].split() == ["agent", "dkl_1", "dkl_10", "regret", "regret_se", "seeds"]
     headline = next(i for i, line in enumerate(lines) if line.startswith("Headline"))
     assert "agent points, n = 4" in lines[headline]
-    assert [line.split()[0] for line in lines[5:headline]] == list(table.index)  # only the agents' rows before it
+    assert [line.split()[0] for line in lines[4:headline]] == list(table.index)  # only the agents' rows before it
+    assert lines[4].split()[1:] == [f"{table.loc['mlp', 'dkl_1']:.4f}", f"{table.loc['mlp', 'dkl_10']:.4f}", "11.5",
+                                    f"{table.loc['mlp', 'regret_se']:.1f}", "4"]  # fmt: skip
     # The correlation table of every level is not printed; the console says where it is.
     assert not any("pearson_ci_low" in line or line.split()[0] in ("agent_seed", "agent_seed_relative")
                    for line in lines)  # fmt: skip
