@@ -205,12 +205,13 @@ def plot_fidelity(
         "its mean d_KL^10 (sample standard deviation over those rows / sqrt(rows)).",
         4.2 * len(distances),
     )
-    for ax, _ in labelled:
-        readable_log_ticks(ax)
+    readable_log_ticks(*axes)
+    drawn = False
     for ax, shown in labelled:
         if shown:
             x, y, names = zip(*shown)
-            place_point_labels(ax, x, y, names)
+            place_point_labels(ax, x, y, names, draw=not drawn)
+            drawn = True
     return _save(fig, directory, stem)
 
 

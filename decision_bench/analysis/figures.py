@@ -316,8 +316,7 @@ def plot_prior_functions(
     if single:
         text += f" This run has one training-set size (T = {sizes[0]:g}): the paper's figure plots d_KL against T."
     _caption(fig, text, width_inches)
-    for ax in axes:
-        readable_log_ticks(ax)
+    readable_log_ticks(*axes)
     return _save(fig, directory, stem)
 
 
@@ -427,10 +426,10 @@ def plot_agent_regret_vs_kl(
         "d_KL. Brackets: 90% percentile-bootstrap intervals over the agents.",
         4.2 * len(order),
     )
-    for ax, _ in labelled:
-        readable_log_ticks(ax)
-    for ax, rows in labelled:
-        place_point_labels(ax, rows["kl"].to_numpy(float), rows["regret"].to_numpy(float), rows["agent"].astype(str))
+    readable_log_ticks(*axes)
+    for i, (ax, rows) in enumerate(labelled):
+        place_point_labels(ax, rows["kl"].to_numpy(float), rows["regret"].to_numpy(float), rows["agent"].astype(str),
+                           draw=i == 0)  # fmt: skip
     return _save(fig, directory, stem)
 
 
@@ -498,8 +497,8 @@ def labels_overlap(boxes, pad: float = 0.0) -> bool:
     return any(a.overlaps(b) for i, a in enumerate(grown) for b in grown[i + 1:])
 
 
-def readable_log_ticks(ax) -> None:
-    """Tick labels on the log axes of `ax` that can be read: never two overlapping.
+def readable_log_ticks(*axes) -> None:
+    """Tick labels on the log axes of `axes` (of one figure) that can be read: never two overlapping.
 
     Matplotlib labels the minor ticks of a log axis that spans about a decade or less
     (3x10^-3 4x10^-3 6x10^-3 ...), and the labels overprint. Here minor ticks keep
@@ -511,11 +510,14 @@ def readable_log_ticks(ax) -> None:
     """
     from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-    fig = ax.figure
+    if not any("log" in (ax.get_xscale(), ax.get_yscale()) for ax in axes):
+        return  # nothing to do: spare the draw
+    fig = axes[0].figure
     fig.canvas.draw()  # lays the figure out once; candidates are measured in that layout
     renderer = fig.canvas.get_renderer()
     formatter = FuncFormatter(lambda value, _: _tick_text(value))
-    for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+    pairs = [(ax.xaxis, ax.get_xlim()) for ax in axes] + [(ax.yaxis, ax.get_ylim()) for ax in axes]
+    for axis, (low, high) in pairs:
         if axis.get_scale() != "log" or not (0 < low < high):
             continue
         decades = math.log10(high / low)
@@ -543,7 +545,7 @@ def readable_log_ticks(ax) -> None:
         axis.set_major_locator(chosen or candidates[-1])
 
 
-def place_point_labels(ax, xs, ys, texts, fontsize: float = 7) -> list:
+def place_point_labels(ax, xs, ys, texts, fontsize: float = 7, draw: bool = True) -> list:
     """Labels points (data coordinates) so that no two labels overlap and no label
     covers a point or leaves the axes, wherever such a place exists.
 
@@ -551,12 +553,15 @@ def place_point_labels(ax, xs, ys, texts, fontsize: float = 7) -> list:
     point and takes the first free one (display-unit boxes, after a draw); when none
     is free it takes the one that overlaps least, tied to its point by a thin line.
     Labels are placed in order of x, so the result depends on the points alone.
-    Call after the limits, scales and tick labels are final. Returns the annotations.
+    Call after the limits, scales and tick labels are final; draw=False skips the
+    draw that fixes the layout when nothing in it changed since the last one (the
+    labels themselves take no part in the layout). Returns the annotations.
     """
     from matplotlib.transforms import Bbox
 
     fig = ax.figure
-    fig.canvas.draw()
+    if draw:
+        fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     xs, ys, texts = np.asarray(xs, float), np.asarray(ys, float), [str(t) for t in texts]

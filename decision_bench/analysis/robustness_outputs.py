@@ -369,10 +369,10 @@ def _plot_by_dimension(tb, bd, table, stage, matching, notes) -> list[Path]:
             "bandit regret over seeds; no error bars. Brackets: 90% percentile-bootstrap intervals over the agents.",
             4.0 * len(dims),
         )
-        for ax, points in labelled:
-            readable_log_ticks(ax)
-        for ax, points in labelled:
-            place_point_labels(ax, points["kl"].to_numpy(float), points["regret"].to_numpy(float), points["agent"])
+        readable_log_ticks(*axes)
+        for i, (ax, points) in enumerate(labelled):
+            place_point_labels(ax, points["kl"].to_numpy(float), points["regret"].to_numpy(float), points["agent"],
+                               draw=i == 0)  # fmt: skip
         paths += _save(fig, stage, stem)
     return paths
 
