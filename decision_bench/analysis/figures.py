@@ -504,7 +504,7 @@ def readable_log_ticks(*axes) -> None:
     (3x10^-3 4x10^-3 6x10^-3 ...), and the labels overprint. Here minor ticks keep
     their marks but lose their labels, and the major ticks are the densest of a
     list of candidates whose rendered labels do not touch: within a decade, 5, 4, 3
-    or 2 evenly spaced values; otherwise 1-2-5, 1-3 or 1 per decade, then every
+    or 2 evenly spaced values or 1-2-3-5, 1-2-5, 1-3 ones; otherwise 1-2-5, 1-3 or 1 per decade, then every
     second or third decade. Labels are plain decimals (or powers of ten outside
     [0.001, 10^4]). Call after plotting and setting the limits and titles.
     """
@@ -523,7 +523,10 @@ def readable_log_ticks(*axes) -> None:
         decades = math.log10(high / low)
         evenly = [MaxNLocator(nbins, steps=[1, 2, 2.5, 5, 10]) for nbins in (5, 4, 3, 2)]
         if decades < 1.0:
-            candidates = evenly
+            # Evenly spaced values crowd at the top of a log axis; 1-2-3-5 and 1-2-5 ones spread
+            # out, so each is tried before the evenly spaced choice with one label fewer.
+            spread = [LogLocator(subs=subs) for subs in ((1.0, 2.0, 3.0, 5.0), (1.0, 2.0, 5.0), (1.0, 3.0))]
+            candidates = [evenly[0], spread[0], evenly[1], spread[1], evenly[2], spread[2], evenly[3]]
         else:
             candidates = [LogLocator(subs=subs) for subs in ((1.0, 2.0, 5.0), (1.0, 3.0), (1.0,))]
             candidates += [LogLocator(numticks=max(2, math.ceil(decades / step)) + 1) for step in (2, 3, 5)]
