@@ -41,7 +41,16 @@ from decision_bench.analysis.correlation import (
     interval_text,
     percentile_interval,
 )
-from decision_bench.analysis.figures import _agent_order, _new_figure, _plain_log_ticks, _save, _skip
+from decision_bench.analysis.figures import (
+    _agent_order,
+    _caption,
+    _new_figure,
+    _save,
+    _skip,
+    agent_colour,
+    place_point_labels,
+    readable_log_ticks,
+)
 from decision_bench.analysis.join import METRIC_LABELS, metric_rows
 
 __all__ = [
@@ -174,19 +183,35 @@ def plot_fidelity(
     if table.empty or not distances:
         return _skip(stem, "needs testbed rows with tau 10 and the fidelity columns (testbed --reference)")
     fig, axes = _new_figure(4.2 * len(distances), 3.8, ncols=len(distances))
+    labelled = []
     for ax, distance in zip(axes, distances):
+        shown = []
         for agent in _agent_order(table["agent"]):
             row = table[table["agent"] == agent].iloc[0]
             if not (np.isfinite(row[distance]) and np.isfinite(row["dkl_10"])):
                 continue
-            ax.errorbar(row[distance], row["dkl_10"], yerr=row["dkl_10_stderr"], fmt="o", capsize=2, markersize=4)
-            ax.annotate(agent, (row[distance], row["dkl_10"]), xytext=(3, 3), textcoords="offset points", fontsize=7)
+            ax.errorbar(row[distance], row["dkl_10"], yerr=row["dkl_10_stderr"], fmt="o", capsize=2, markersize=4,
+                        color=agent_colour(agent))
+            shown.append((row[distance], row["dkl_10"], agent))
+        labelled.append((ax, shown))
         if floor is not None:
             ax.axhline(floor, color="black", linewidth=0.8, linestyle="--", label=f"{FLOOR_AGENT} floor")
             ax.legend(fontsize=7)
         ax.set_xlabel(DISTANCE_LABELS[distance])
         ax.set_ylabel(f"{METRIC_LABELS['dkl_10']} to the environment")
-        _plain_log_ticks(ax)
+    _caption(
+        fig,
+        "Each point: one agent's means over its testbed problems and seeds; error bars: \u00b11 standard error of "
+        "its mean d_KL^10 (sample standard deviation over those rows / sqrt(rows)).",
+        4.2 * len(distances),
+    )
+    readable_log_ticks(*axes)
+    drawn = False
+    for ax, shown in labelled:
+        if shown:
+            x, y, names = zip(*shown)
+            place_point_labels(ax, x, y, names, draw=not drawn)
+            drawn = True
     return _save(fig, directory, stem)
 
 

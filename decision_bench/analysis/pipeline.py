@@ -343,7 +343,7 @@ def headline(levels: dict[str, dict[str, CorrelationResult]]) -> str:
         return text + "Joint quality predicts regret, but so does marginal quality: only half of the papers' headline."
     return text + (
         "This run does NOT show the papers' headline (d_KL^10 significantly positively correlated with regret); "
-        "see the per-agent table below for which agents break the ordering."
+        "see the per-agent table for which agents break the ordering."
     )
 
 

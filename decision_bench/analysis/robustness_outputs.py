@@ -38,7 +38,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from decision_bench.analysis.figures import _new_figure, _plain_log_ticks, _save
+from decision_bench.analysis.figures import (
+    _caption,
+    _new_figure,
+    _save,
+    agent_colour,
+    place_point_labels,
+    readable_log_ticks,
+)
 from decision_bench._src.files import write_results_csv
 from decision_bench.analysis.correlation import interval_text
 from decision_bench.analysis.join import METRIC_LABELS, agent_level_points, join_regret, metric_rows
@@ -332,6 +339,7 @@ def _plot_by_dimension(tb, bd, table, stage, matching, notes) -> list[Path]:
         except ImportError as err:
             notes.append(f"figures of regret by dimension skipped: {err}")
             return paths
+        labelled = []
         for ax, dim in zip(axes, dims):
             tb_d = tb_m[pd.to_numeric(tb_m["input_dim"], errors="coerce") == dim] if matching else tb_m
             bd_d = bd_m[pd.to_numeric(bd_m["input_dim"], errors="coerce") == dim]
@@ -339,12 +347,10 @@ def _plot_by_dimension(tb, bd, table, stage, matching, notes) -> list[Path]:
                 warnings.simplefilter("ignore", RuntimeWarning)  # reported by the table's computation
                 points = agent_level_points(tb_d, join_regret(tb_d, bd_d, [metric]))
             points = points[(points["kl"] > 0) & (points["regret"] > 0)]
-            ax.scatter(points["kl"], points["regret"], s=22)
-            for agent, kl, regret in zip(points["agent"], points["kl"], points["regret"]):
-                ax.annotate(agent, (kl, regret), xytext=(3, 3), textcoords="offset points", fontsize=7)
+            ax.scatter(points["kl"], points["regret"], s=22, color=[agent_colour(a) for a in points["agent"]], zorder=3)
             ax.set_xscale("log")
             ax.set_yscale("log")
-            _plain_log_ticks(ax)
+            ax.margins(0.12)  # room for the labels of the outermost points
             row = table[(table["input_dim"] == dim) & (table["metric"] == metric)]
             title = f"bandit d = {dim:g}"
             if not row.empty:
@@ -356,6 +362,17 @@ def _plot_by_dimension(tb, bd, table, stage, matching, notes) -> list[Path]:
             ax.set_title(title, fontsize=8)
             ax.set_xlabel(f"agent mean testbed {METRIC_LABELS[metric]}")
             ax.set_ylabel("agent mean bandit regret")
+            labelled.append((ax, points))
+        _caption(
+            fig,
+            "Each point: one agent at one bandit input dimension d: its mean testbed d_KL against its mean final "
+            "bandit regret over seeds; no error bars. Brackets: 90% percentile-bootstrap intervals over the agents.",
+            4.0 * len(dims),
+        )
+        readable_log_ticks(*axes)
+        for i, (ax, points) in enumerate(labelled):
+            place_point_labels(ax, points["kl"].to_numpy(float), points["regret"].to_numpy(float), points["agent"],
+                               draw=i == 0)  # fmt: skip
         paths += _save(fig, stage, stem)
     return paths
 

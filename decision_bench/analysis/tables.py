@@ -65,6 +65,51 @@ def testbed_table(testbed: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=None if rows else ["agent"])
 
 
+def design_name(tau, kappa) -> str:
+    """'d_KL^10' for tau = 10 iid test inputs, 'd_KL^10,kappa=2' for dyadic ones."""
+    return f"d_KL^{int(tau)}" + ("" if pd.isna(kappa) else f",kappa={int(kappa)}")
+
+
+def design_summary(testbed: pd.DataFrame, baseline: str = "mlp") -> pd.DataFrame:
+    """Absolute d_KL per agent and test design, with standard errors.
+
+    Index (agent, design), agents in order of appearance, designs by (tau, kappa).
+    Columns: mean (the stratified mean over settings, as testbed_table: the mean over
+    settings of each setting's mean over seeds), stderr (its standard error: NaN with
+    one seed), settings, seeds (distinct seeds averaged), and, only when `baseline`
+    ran beside other agents, ``vs_<baseline>``: mean / the baseline's mean for the
+    same design (a run of the baseline alone would show only 1s). Rows whose kl is
+    not finite are left out of the means (the runner's notes count them); an
+    (agent, design) with none finite keeps its row with NaN.
+    """
+    frame = testbed.reset_index(drop=True)
+    kappa = frame["kappa"] if "kappa" in frame else pd.Series(np.nan, index=frame.index)
+    kl = pd.to_numeric(frame["kl"], errors="coerce")
+    frame = frame.assign(kl=kl.where(np.isfinite(kl)), _kappa=kappa.astype(float), _tau=frame["tau"].astype(int))
+    records = []
+    agents = list(dict.fromkeys(frame["agent"].astype(str)))
+    for (tau, kap), design_rows in frame.groupby(["_tau", "_kappa"], dropna=False, sort=True):
+        for agent in agents:
+            rows = design_rows[design_rows["agent"].astype(str) == agent]
+            if rows.empty:
+                continue
+            finite = rows[rows["kl"].notna()]
+            mean, se, settings = _stratified(finite, "kl") if len(finite) else (np.nan, np.nan, 0)
+            records.append(
+                {"agent": agent, "design": design_name(tau, kap), "mean": mean, "stderr": se,
+                 "settings": settings, "seeds": int(finite["seed"].nunique()) if "seed" in finite else len(finite)}
+            )  # fmt: skip
+    columns = ["agent", "design", "mean", "stderr", "settings", "seeds"]
+    table = pd.DataFrame(records, columns=columns)
+    order = {agent: i for i, agent in enumerate(agents)}
+    table = table.sort_values("agent", key=lambda a: a.map(order), kind="stable").set_index(["agent", "design"])
+    if baseline in order and len(order) > 1:
+        reference = table.xs(baseline, level="agent")["mean"]
+        designs = table.index.get_level_values("design")
+        table[f"vs_{baseline}"] = table["mean"].to_numpy() / reference.reindex(designs).to_numpy()
+    return table
+
+
 def table2_side_by_side(testbed: pd.DataFrame) -> pd.DataFrame:
     """``testbed_table`` with paper 000's Table 2 value of each metric beside ours
     (columns ``paper_<metric>``; NaN for agents the table does not list)."""

@@ -263,31 +263,25 @@ def write_csv(df: pd.DataFrame, path: Path) -> None:
 
 
 def plot_regret(df: pd.DataFrame, path: Path) -> None:
-    """Mean cumulative regret against step per agent, +- one standard error over seeds."""
-    import matplotlib
+    """Mean cumulative regret against step per agent, +- one standard error over seeds,
+    in each agent's fixed colour, titled with the data (a data set's name and real
+    feature dimension) and captioned with what the bands are."""
+    # matplotlib's object API through the analysis helpers: no global backend is chosen.
+    from decision_bench.analysis.figures import _caption, _new_figure, agent_colour, setting_title
 
-    matplotlib.use("Agg")  # files only; never needs a display
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, (ax,) = _new_figure(6.0, 4.4)
     for agent, rows in df.groupby("agent", sort=False):
         curve = rows.groupby("step").cumulative_regret.agg(["mean", "sem"]).fillna(0.0)
-        (line,) = ax.plot(curve.index, curve["mean"], label=agent)
-        ax.fill_between(
-            curve.index,
-            curve["mean"] - curve["sem"],
-            curve["mean"] + curve["sem"],
-            color=line.get_color(),
-            alpha=0.2,
-        )
+        colour = agent_colour(agent)
+        ax.plot(curve.index, curve["mean"], label=agent, color=colour)
+        ax.fill_between(curve.index, curve["mean"] - curve["sem"], curve["mean"] + curve["sem"], color=colour, alpha=0.2)
     first = df.iloc[0]
-    ax.set_title(
-        f"{first.env}: d={first.input_dim}, {first.num_actions} actions, "
-        f"beta={first.temperature:g}, {df.seed.nunique()} seeds"
-    )
+    setting = {c: first[c] for c in ("env", "dataset", "input_dim", "num_actions", "temperature") if c in df.columns}
+    seeds = df.seed.nunique()
+    ax.set_title(f"{setting_title(setting)}, {seeds} seeds", fontsize=10)
     ax.set_xlabel("step t")
     ax.set_ylabel("cumulative regret")
     ax.legend()
-    fig.tight_layout()
+    _caption(fig, f"Lines: mean cumulative regret over {seeds} seeds; bands: \u00b11 standard error of that mean "
+             "over seeds.", 6.0)
     atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=120))
-    plt.close(fig)

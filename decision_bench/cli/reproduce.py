@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +22,7 @@ from decision_bench._src.console import HelpFormatter
 from decision_bench._src.memory import check_resamples
 from decision_bench.analysis import analyze
 from decision_bench.analysis.correlation import check_num_resamples
-from decision_bench.analysis.pipeline import headline
+from decision_bench.analysis.pipeline import HEADLINE_LEVELS, headline
 from decision_bench.cli.analyze import print_robustness, print_skewed_intervals
 from decision_bench.cli.arguments import parse_agent_list
 from decision_bench.experiments.executors import default_workers
@@ -55,20 +56,50 @@ def reproduce(
         return analyze(out, num_resamples=num_resamples, seed=0)
 
 
+def agent_table(result) -> pd.DataFrame:
+    """The per-agent table the console leads with: the agent-level points the headline
+    correlates (each agent's mean d_KL over all its testbed rows, one column per
+    metric) and its mean final regret over bandit seeds with the standard error.
+    mlp first, then alphabetically; empty without agent-level points."""
+    points = result.agents
+    if points is None or points.empty:
+        return pd.DataFrame()
+    wide = points.pivot_table(index="agent", columns="metric", values="kl", aggfunc="mean")
+    wide = wide[[m for m in ("dkl_1", "dkl_10", "dkl_10_kappa2") if m in wide.columns]]
+    per_seed = result.joined.drop_duplicates(["agent", "seed"])  # a seed's regret repeats per metric
+    regret = per_seed.groupby("agent")["regret"].agg(["mean", "sem", "count"])
+    table = wide.join(regret.rename(columns={"mean": "regret", "sem": "regret_se", "count": "seeds"}))
+    table["regret"] = points.groupby("agent")["regret"].first()  # exactly the headline's points
+    agents = sorted(table.index, key=lambda a: (a != "mlp", a))
+    table = table.reindex(agents)
+    table["seeds"] = table["seeds"].astype("Int64")
+    table.columns.name = None
+    return table
+
+
 def _print_summary(out: Path, result, preset: str | None = None) -> None:
+    """The console after a reproduction: the per-agent table, then the headline at the
+    level that answers the papers' question and the preset's scope; the correlations
+    of every level stay in report.md and correlations.csv."""
     corr = result.correlations
     print(f"\nresults in {out}/: testbed.csv, bandit.csv, correlations.csv, report.md, figures")
-    cols = ["metric", "pearson_log", "pearson_ci_low", "pearson_ci_high", "spearman", "n"]
-    if "level" in corr.columns:
-        cols = ["level"] + cols
-    with pd.option_context("display.float_format", "{:.2f}".format, "display.width", 120):
-        print(corr[cols].to_string(index=False))
-    print_skewed_intervals(corr)
+    table = agent_table(result)
+    if not table.empty:
+        print("\nper agent: mean testbed d_KL over settings and seeds; mean final bandit regret over seeds\n"
+              "and its standard error (regret_se). These agent points are what the headline correlates:")
+        kl_format, regret_format = (lambda v: f"{v:.4f}"), (lambda v: f"{v:.1f}")
+        formats = {c: regret_format if c.startswith("regret") else kl_format for c in table.columns if c != "seeds"}
+        with pd.option_context("display.width", 120):
+            print(table.reset_index().to_string(index=False, formatters=formats))
     if result.levels:
-        print("\n" + headline(result.levels).replace("**", ""))
+        level = next((lv for lv in HEADLINE_LEVELS if result.levels.get(lv)), None)
+        print("\n" + textwrap.fill(headline(result.levels).replace("**", ""), 100))
+        if level is not None and "level" in corr.columns:
+            print_skewed_intervals(corr[corr["level"] == level])
+        print(f"correlations at every level ({', '.join(result.levels)}): {out}/report.md and correlations.csv")
     print_robustness(result)
     if preset in PRESET_SCOPE:
-        print(PRESET_SCOPE[preset])
+        print(textwrap.fill(PRESET_SCOPE[preset], 100))
     print(f"\nreport: {result.report}")
 
 

@@ -4,8 +4,8 @@
 
 writes DIR/testbed.csv (one row per agent, problem, design and seed; columns as
 ``run_testbed``) and DIR/testbed.json (package versions and the arguments),
-shows progress, and prints mean d_KL per agent and design normalised to mlp
-(as paper 000, Fig. 2) when mlp is among the agents.
+shows progress, and prints the mean d_KL per agent and design with its standard
+error, and its ratio to mlp's (as paper 000, Fig. 2) when mlp ran beside other agents.
 
     decision-bench testbed --agents mlp --input-dim 2 --num-train 3,30,300 \
         --temperature 0.01,0.1,0.5 --tau 1,10 [--kappa 2] --seeds 5 --out DIR
@@ -184,17 +184,23 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def summary_table(frame: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
-    """Mean d_KL per agent (rows) and design (columns); divided by the baseline's
-    when it is present (a NaN kl makes its cell NaN rather than vanishing)."""
-    design = frame["tau"].astype(str).radd("d_KL^") + frame["kappa"].map(
-        lambda k: "" if pd.isna(k) else f",kappa={int(k)}"
+    """Absolute mean d_KL per agent and design with its standard error, settings and
+    seeds; a ``vs_<baseline>`` ratio column only when the baseline ran beside other
+    agents (``analysis.tables.design_summary``)."""
+    from decision_bench.analysis.tables import design_summary  # the analysis package only when printing
+
+    return design_summary(frame, baseline)
+
+
+def print_summary(frame: pd.DataFrame, sweep_name: str, baseline: str = BASELINE) -> None:
+    """The console summary of a testbed run: absolute d_KL first, the ratio to the baseline last."""
+    table = summary_table(frame, baseline)
+    ratio = f"; vs_{baseline}: mean / {baseline}'s mean" if f"vs_{baseline}" in table else ""
+    print(
+        f"mean d_KL per agent and test design ({len(frame)} rows, sweep {sweep_name}; mean over settings of "
+        f"the per-setting means over seeds, stderr its standard error over seeds{ratio}):"
     )
-    means = frame.assign(design=design).groupby(["agent", "design"], sort=False)["kl"].mean(
-        numeric_only=False
-    ).unstack("design")
-    if baseline in means.index:
-        means = means / means.loc[baseline]
-    return means
+    print(table.to_string(float_format=lambda v: f"{v:.4g}"))
 
 
 def parse_agents(text: str) -> tuple[str, ...]:
@@ -702,11 +708,7 @@ def _run_testbed_cells(args, out, sweep, custom, seeds, cells, reference, refere
     if custom is not None:
         meta["grid"] = _grid_meta(custom)
     atomic_write_text(out / "testbed.json", json.dumps(meta, indent=2) + "\n")
-    table = summary_table(frame)
-    normalised = BASELINE in table.index
-    title = f"mean d_KL, normalised to {BASELINE}" if normalised else "mean d_KL"
-    print(f"{title} ({len(frame)} rows, sweep {sweep.name}):")
-    print(table.round(3).to_string())
+    print_summary(frame, sweep.name)
     bad = frame[~frame["params_finite"] | (frame["fraction_finite"] < 1.0)]
     if len(bad):
         print(f"note: {len(bad)} rows had non-finite parameters or per-sample estimates; "

@@ -118,11 +118,12 @@ def test_testbed_command_writes_csv_and_prints_summary(tmp_path, capsys):
     assert "d_KL^10,kappa=2" in printed and "uniform" in printed
 
 
-def test_summary_is_normalised_to_mlp():
+def test_summary_is_absolute_with_the_ratio_to_mlp_beside():
     rows = pd.DataFrame(
         {"agent": ["mlp", "mlp", "x", "x"], "tau": [1, 10, 1, 10], "kappa": [None, None, None, None],
-         "kl": [0.2, 2.0, 0.1, 3.0]}
+         "seed": [0, 0, 0, 0], "kl": [0.2, 2.0, 0.1, 3.0]}
     )
     table = command.summary_table(rows)
-    np.testing.assert_allclose(table.loc["x"].to_numpy(), [0.5, 1.5])
-    np.testing.assert_allclose(table.loc["mlp"].to_numpy(), [1.0, 1.0])
+    np.testing.assert_allclose(table.xs("x", level="agent")["mean"].to_numpy(), [0.1, 3.0])
+    np.testing.assert_allclose(table.xs("x", level="agent")["vs_mlp"].to_numpy(), [0.5, 1.5])
+    np.testing.assert_allclose(table.xs("mlp", level="agent")["vs_mlp"].to_numpy(), [1.0, 1.0])
