@@ -267,3 +267,12 @@ def test_each_error_is_one_line_with_exit_status_2(argv, message, agent_file, tm
     assert cli.main(argv) == 2
     assert message in _error_line(capsys)
     assert not (tmp_path / "out" / "run_manifest.json").exists()  # refused before the folder was claimed
+
+
+def test_the_documented_experiment_file_is_the_demo_preset():
+    from pathlib import Path
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "custom_agent.md").read_text()
+    block = next(b for b in re.findall(r"```toml\n(.*?)```", doc, flags=re.S) if 'name = "demo"' in b)
+    assert preset_from_toml(block) == get_preset("demo")
