@@ -175,7 +175,8 @@ def _run(args: argparse.Namespace) -> int:
     workers = _workers(args.workers, args.executor)
     # Claimed before the first line is printed: a refused folder is one line.
     with claim_preset_dir(preset, args.out, agents, agent_files, flag="--out", settings=settings) as out:
-        print(f"decision-bench reproduce --preset {base.name}: writing to {out}/ (re-run to resume)", file=sys.stderr)
+        source = f"--config {args.config}" if getattr(args, "config", None) else f"--preset {base.name}"
+        print(f"decision-bench reproduce {source}: writing to {out}/ (re-run to resume)", file=sys.stderr)
         result = reproduce(
             preset,
             out,

@@ -750,12 +750,12 @@ def main(args: argparse.Namespace) -> int:
             return _main_realdata(args, out, datasets, seeds, cells)
     if experiment is not None:
         sweeps = [testbed_sweep(name) for name in experiment.testbed_sweeps]
-        seeds = _seeds(experiment.testbed_seeds, sweeps[0].num_seeds)
+        args.seeds = experiment.testbed_seeds
     else:
         sweeps = [get_sweep(sweep) if isinstance(sweep, str) else sweep]
-        seeds = _seeds(args.seeds, sweeps[0].num_seeds)
     for one in sweeps:
-        check_testbed_memory(argparse.Namespace(**{**vars(args), "seeds": len(seeds)}), one, len(agents))
+        check_testbed_memory(args, one, len(agents))  # before the seeds' list is made
+    seeds = _seeds(args.seeds, sweeps[0].num_seeds)
     reference, reference_options = parse_reference(
         getattr(args, "reference", None), getattr(args, "reference_option", [])
     )

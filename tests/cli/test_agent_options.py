@@ -155,6 +155,7 @@ def test_a_bad_experiment_file_is_one_line_naming_it(tmp_path, edit, message):
     assert str(path) in str(error.value) and "\n" not in str(error.value)
 
 
+@pytest.mark.slow  # about 45 s of CPU: reproduce (testbed, bandit, analysis) and testbed on one file
 def test_a_tiny_experiment_file_runs_end_to_end_in_reproduce_and_testbed(tmp_path, capsys):
     config = tmp_path / "tiny.toml"
     config.write_text(TINY_EXPERIMENT)
@@ -193,6 +194,7 @@ def test_a_tiny_experiment_file_runs_end_to_end_in_reproduce_and_testbed(tmp_pat
 # ------------------------------------------------------------------ each command
 
 
+@pytest.mark.slow  # about 25 s of CPU; test_testbed_agent_file_fast is the fast sibling
 def test_testbed_runs_an_agent_file_and_applies_set(agent_file, tmp_path, capsys):
     out = tmp_path / "tb"
     argv = ["testbed", "--agents", "small_mlp,ensemble", "--agent-file", str(agent_file),
@@ -218,6 +220,7 @@ def test_testbed_runs_an_agent_file_and_applies_set(agent_file, tmp_path, capsys
     assert "--set: saved" in _error_line(capsys)
 
 
+@pytest.mark.slow  # about 15 s of CPU; test_bandit_agent_file_fast is the fast sibling
 def test_bandit_runs_an_agent_file_and_applies_set(agent_file, tmp_path):
     out = tmp_path / "bandit"
     argv = ["bandit", "--agents", "small_mlp,ensemble", "--agent-file", str(agent_file),
@@ -233,6 +236,7 @@ def test_bandit_runs_an_agent_file_and_applies_set(agent_file, tmp_path):
     assert mine["agent_fingerprint"] == f"file:{read_agent_file(agent_file).sha256};width=4"
 
 
+@pytest.mark.slow  # about 15 s of CPU (two training-set buckets); the error cases below are fast
 def test_tune_takes_an_agent_file_and_set(agent_file, tmp_path):
     out = tmp_path / "tune"
     argv = ["tune", "small_mlp", "--agent-file", str(agent_file), "--set", "small_mlp.width=4",
@@ -242,6 +246,35 @@ def test_tune_takes_an_agent_file_and_set(agent_file, tmp_path):
     rows = pd.read_csv(out / "tune.csv")
     assert set(rows.agent) == {"small_mlp"} and sorted(set(rows.l2)) == [0.1, 1.0]
     assert len(rows) == 2 * 2 * 2  # points x settings x tau, one seed
+
+
+def test_testbed_agent_file_fast(agent_file, tmp_path, capsys):
+    out = tmp_path / "tb"
+    argv = ["testbed", "--agents", "small_mlp", "--agent-file", str(agent_file), "--set", "small_mlp.width=2",
+            "--num-train", "3", "--temperature", "0.1", "--tau", "1", "--seeds", "1", "--num-test", "10",
+            "--num-models", "2", "--no-progress", "--out", str(out)]
+    assert cli.main(argv) == 0
+    rows = pd.read_csv(out / "testbed.csv")
+    assert list(rows.agent) == ["small_mlp"] and list(rows.agent_config) == ["width=2"]
+    (cell,) = [json.loads(p.read_text())["cell"] for p in (out / "cells").glob("*.json")]
+    assert cell["agent_config"] == {"width": 2}
+    assert cell["agent_file_sha256"] == read_agent_file(agent_file).sha256
+    # Another --set is another run: refused in the same folder, naming the difference.
+    capsys.readouterr()
+    assert cli.main([*argv[:6], "small_mlp.width=3", *argv[7:]]) == 2
+    assert "--set: saved {'small_mlp': {'width': 2}}, now {'small_mlp': {'width': 3}}" in _error_line(capsys)
+
+
+def test_bandit_agent_file_fast(agent_file, tmp_path):
+    out = tmp_path / "bandit"
+    argv = ["bandit", "--agents", "small_mlp", "--agent-file", str(agent_file), "--set", "small_mlp.width=2",
+            "--env", "BernoulliBandit-v0", "--num-actions", "3", "--steps", "5", "--seeds", "1",
+            "--no-progress", "--out", str(out)]
+    assert cli.main(argv) == 0
+    rows = pd.read_csv(out / "bandit.csv")
+    assert set(rows.agent) == {"small_mlp"} and set(rows.agent_config) == {"width=2"}
+    mine = json.loads((out / "checkpoints" / "small_mlp" / "bandit_config.json").read_text())
+    assert mine["agent_fingerprint"] == f"file:{read_agent_file(agent_file).sha256};width=2"
 
 
 @pytest.mark.parametrize(
