@@ -286,21 +286,21 @@ def preset_arguments(
     settings: Settings | None = None,
 ) -> dict:
     """The result-defining arguments of a preset run, as its manifest records them:
-    the preset's name, the agents and the agent files; the --set settings when
-    given; and, for a preset that is not the built-in one of its name (an experiment
-    file, or a Preset object), its whole content, so that two runs of different
-    experiments are never taken for one. An experiment file printed by
-    ``--print-config`` from a built-in preset gives the built-in's arguments: the
-    same run, resumable in the same folder."""
+    the preset's name, the agents and the agent files; and, when the experiment
+    run (the preset with ``settings`` applied and the agents chosen) is not the
+    built-in preset of that name with those agents (an experiment file, --set, a
+    Preset object), the experiment's whole content, so that two different
+    experiments are never taken for one run. The same experiment however it is
+    given (``--preset demo --set ...``, or the file ``--print-config`` printed
+    for it) records the same arguments: the same run, resumable in one folder."""
     base = get_preset(preset) if isinstance(preset, str) else preset
-    _, chosen, custom = _plan(base, agents, agent_files, settings)
+    planned, chosen, custom = _plan(base, agents, agent_files, settings)
     arguments: dict[str, Any] = {
         "--preset": base.name, "--agents": list(chosen), "--agent-file": [f.path for f in custom],
     }
-    if settings:
-        arguments["--set"] = {agent: dict(values) for agent, values in settings.items()}
-    if base.name not in PRESET_NAMES or get_preset(base.name) != base:
-        arguments["experiment"] = dataclasses.asdict(base)
+    experiment = dataclasses.replace(planned, agents=chosen)
+    if base.name not in PRESET_NAMES or dataclasses.replace(get_preset(base.name), agents=chosen) != experiment:
+        arguments["experiment"] = dataclasses.asdict(experiment)
     return arguments
 
 

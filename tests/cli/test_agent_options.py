@@ -1,7 +1,7 @@
 """--agent-file and --set in every command that runs agents, and experiment files (--config)."""
 
+import dataclasses
 import json
-import textwrap
 
 import pandas as pd
 import pytest
@@ -132,8 +132,13 @@ def test_print_config_folds_in_agents_and_settings(capsys):
     assert preset.agents == ("mlp", "ensemble")
     assert preset.overrides("testbed", "mlp") == {"l2": 0.5} == preset.overrides("bandit", "mlp")
     assert preset.overrides("bandit", "ensemble") == {"num_ensemble": 30}  # the demo's own, kept
-    # An edited experiment is another run, never resumed as the demo.
+    # An edited experiment is another run, never resumed as the demo ...
     assert preset_arguments(preset)["experiment"]["agents"] == ("mlp", "ensemble")
+    assert preset_arguments(preset) != preset_arguments("demo", ("mlp", "ensemble"))
+    # ... and the same run as the command that printed it.
+    assert preset_arguments(preset) == preset_arguments("demo", ("mlp", "ensemble"), settings={"mlp": {"l2": 0.5}})
+    agents_only = dataclasses.replace(get_preset("demo"), agents=("mlp",))
+    assert preset_arguments(agents_only) == preset_arguments("demo", ("mlp",))
 
 
 @pytest.mark.parametrize(
