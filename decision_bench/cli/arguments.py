@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, Sequence
+
+from decision_bench.agents import Agent, registry
+from decision_bench.experiments.agent_files import AgentFile
+from decision_bench.specs import ProblemSpec
+
 
 def parse_agent_list(text: str, flag: str = "--agents") -> tuple[str, ...]:
     """"mlp, ensemble+" -> ("mlp", "ensemble+"): the names of a comma-separated
@@ -19,3 +26,101 @@ def parse_agent_list(text: str, flag: str = "--agents") -> tuple[str, ...]:
     if repeated:
         raise ValueError(f"{flag} names {', '.join(map(repr, repeated))} twice, got {text!r}; give each agent once")
     return names
+
+
+SET_HELP = (
+    "AGENT.FIELD=VALUE: set one hyperparameter of one of the run's agents (repeatable), e.g. "
+    "ensemble.num_ensemble=30; FIELD is a field of the agent's config (or a keyword option of an "
+    "--agent-file's make_agent); lists are comma-separated (hidden_sizes=20,20)"
+)
+AGENT_FILE_HELP = (
+    "a Python file defining make_agent(spec) -> Agent and NAME (default: the file's stem); its "
+    "agent is then usable by that name; results are keyed by the file's SHA-256; may repeat"
+)
+
+
+def parse_value(text: str, default: Any = None) -> Any:
+    """One --set VALUE as the type of the field's ``default``: "30" -> 30, "0.5" -> 0.5
+    (and "1" -> 1.0 for a float field, so 1 and 1.0 name the same run), "20,20" -> (20, 20)
+    (a one-item tuple for a tuple field), "true"/"false" for a bool field, "none" -> None;
+    anything else stays text. Range and type checks are the agent's own."""
+    text = text.strip()
+    if isinstance(default, bool):
+        lowered = text.lower()
+        return {"true": True, "false": False}.get(lowered, text)
+    if text.lower() == "none":
+        return None
+    if "," in text or isinstance(default, tuple):
+        item_default = default[0] if isinstance(default, tuple) and default else None
+        return tuple(parse_value(item, item_default) for item in text.split(",") if item.strip())
+    for kind in (int, float):
+        try:
+            value = kind(text)
+        except ValueError:
+            continue
+        return float(value) if isinstance(default, float) else value
+    return text
+
+
+def parse_settings(
+    items: Sequence[str],
+    agents: Sequence[str],
+    agent_files: Sequence[AgentFile] = (),
+    flag: str = "--set",
+) -> dict[str, dict[str, Any]]:
+    """["ensemble.num_ensemble=30", ...] -> {"ensemble": {"num_ensemble": 30}}, validated.
+
+    agents: the run's agents (registered names and agent files' names); agent_files:
+    the run's loaded files. Refused in one line naming ``flag`` and the item: a
+    malformed item, an agent the run does not run (listing the run's agents), a
+    field the agent does not have (listing its fields), a field given twice, and a
+    value the agent's own config refuses (its message, with the accepted range).
+    """
+    files = {f.name: f for f in agent_files}
+    settings: dict[str, dict[str, Any]] = {}
+    raw: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, text = str(item).partition("=")
+        agent, dot, field = key.strip().rpartition(".")
+        if not sep or not dot or not agent or not field or not text.strip():
+            raise ValueError(f"{flag} must look like AGENT.FIELD=VALUE (e.g. ensemble.num_ensemble=30), got {item!r}")
+        if agent not in agents:
+            raise ValueError(f"{flag} {item!r}: agent {agent!r} is not in this run; its agents are {', '.join(agents)}")
+        fields = _fields(agent, files)
+        if field not in fields:
+            raise ValueError(f"{flag} {item!r}: {agent!r} has no field {field!r}; its fields are {', '.join(fields) or '(none)'}")
+        if field in settings.get(agent, {}):
+            raise ValueError(f"{flag} sets {agent}.{field} twice; give it once")
+        settings.setdefault(agent, {})[field] = parse_value(text, fields[field])
+        raw.setdefault(agent, []).append(str(item))
+    for agent, values in settings.items():
+        try:
+            _check_values(agent, values, files)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{flag} {' '.join(raw[agent])}: {str(error).splitlines()[0]}") from None
+    return settings
+
+
+def _fields(agent: str, files: dict[str, AgentFile]) -> dict[str, Any]:
+    """{field: default} of a registered agent's config, or an agent file's options."""
+    if agent in files:
+        return dict(files[agent].options)
+    config_class = registry.config(agent).__class__
+    return {f.name: getattr(registry.config(agent), f.name) for f in dataclasses.fields(config_class)}
+
+
+def _check_values(agent: str, values: dict[str, Any], files: dict[str, AgentFile]) -> None:
+    """The agent's own checks: its config's (registered), or building it on a small
+    stand-in problem (an agent file: building compiles nothing)."""
+    if agent in files:
+        built = files[agent].make_agent(ProblemSpec(2, 2, 0.1, 10), **values)
+        if not isinstance(built, Agent):
+            raise ValueError(f"make_agent must return a decision_bench.agents.Agent, got {type(built).__name__}")
+    else:
+        registry.config(agent, **values)
+
+
+def settings_label(values: dict[str, Any]) -> str:
+    """{"num_ensemble": 3, "l2": 0.5} -> "l2=0.5 num_ensemble=3": an agent's --set
+    values as the rows' agent_config column shows them."""
+    return " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in sorted(values.items()))

@@ -31,8 +31,11 @@ from decision_bench._src.console import HelpFormatter, print_error
 from decision_bench._src.files import atomic_write, write_results_csv
 from decision_bench._src.memory import bandit_memory, check_count, check_fits
 from decision_bench._src.rundir import claim_run_dir
+from decision_bench._src.validation import check_choice
+from decision_bench.agents.registry import names as agent_names
 from decision_bench.bandit import make_loop, run_bandit
-from decision_bench.cli.arguments import parse_agent_list
+from decision_bench.cli.arguments import AGENT_FILE_HELP, SET_HELP, parse_agent_list, parse_settings, settings_label
+from decision_bench.experiments.agent_files import AgentFile, file_fingerprint, read_agent_files
 
 CSV_NAME = "bandit.csv"
 FIGURE_NAME = "bandit_regret.png"
@@ -46,7 +49,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=HelpFormatter,
     )
-    p.add_argument("--agents", default="mlp", help="comma-separated agent names")
+    p.add_argument("--agents", default="mlp", help="comma-separated agent names (registered, or an --agent-file's)")
+    p.add_argument("--agent-file", action="append", default=[], dest="agent_files", help=AGENT_FILE_HELP)
+    p.add_argument("--set", action="append", default=[], dest="settings", metavar="AGENT.FIELD=VALUE",
+                   help=SET_HELP + "; wins over --learning-rate and --regularization for that agent")
     p.add_argument(
         "--env",
         default="NeuralBandit-v0",
@@ -157,10 +163,40 @@ _RESULT_FLAGS = (
 )
 
 
-def _result_arguments(args: argparse.Namespace, agents: tuple[str, ...]) -> dict:
-    """The run's result-defining arguments, keyed by flag, for its manifest."""
+def _result_arguments(
+    args: argparse.Namespace, agents: tuple[str, ...], files: tuple[AgentFile, ...] = (), settings: dict | None = None
+) -> dict:
+    """The run's result-defining arguments, keyed by flag, for its manifest; --agent-file
+    (resolved paths) and --set only when given, so folders made before them resume."""
     given = {f"--{name.replace('_', '-')}": getattr(args, name, None) for name in _RESULT_FLAGS}
-    return {"--agents": list(agents), **given}
+    arguments = {"--agents": list(agents), **given}
+    if files:
+        arguments["--agent-file"] = [f.path for f in files]
+    if settings:
+        arguments["--set"] = settings
+    return arguments
+
+
+def _run_agents(
+    agents: tuple[str, ...], files: tuple[AgentFile, ...], settings: dict, regularization: str | None
+) -> dict[str, tuple]:
+    """{name: (what run_bandit takes as the agent, its agent_kwargs, its fingerprint)}:
+    a registered name with --regularization and its --set values as agent_kwargs; an
+    agent file's make_agent with its --set options bound, fingerprinted by the file's
+    SHA-256 and those options."""
+    by_name = {f.name: f for f in files}
+    unused = [f"{f.name!r} ({f.path})" for f in files if f.name not in agents]
+    if unused:
+        raise ValueError(f"--agent-file defines {', '.join(unused)}, which --agents does not name; add it to --agents")
+    run = {}
+    for agent in agents:
+        values = dict(settings.get(agent, {}))
+        if agent in by_name:
+            run[agent] = (by_name[agent].factory(values), None, file_fingerprint(by_name[agent].sha256, values))
+        else:
+            kwargs = {"regularization": regularization} if regularization else {}
+            run[agent] = (agent, {**kwargs, **values} or None, None)
+    return run
 
 
 def _legacy_difference(out: Path, agents: tuple[str, ...]) -> str | None:
@@ -192,16 +228,19 @@ def run_command(args: argparse.Namespace) -> int:
         learning_rate=args.learning_rate,
         env_kwargs=env_kwargs,
     )
-    agent_kwargs = (
-        {"regularization": args.regularization} if getattr(args, "regularization", None) else None
-    )
     # A ValueError is bad input (unknown agent, env, policy; a value out of range;
     # an --out that is a file). Every agent and the output folder are checked
     # before the first one runs, so a typo in the last name costs no minutes.
     try:
         check_sizes(args)
+        files = read_agent_files(getattr(args, "agent_files", ()), registered=agent_names())
+        known = agent_names() + tuple(f.name for f in files)
         for agent in agents:
-            loop, _ = make_loop(agent, args.env, agent_kwargs=agent_kwargs, **run_kwargs)
+            check_choice("--agents", agent, known)
+        settings = parse_settings(getattr(args, "settings", ()), agents, files)
+        planned = _run_agents(agents, files, settings, getattr(args, "regularization", None))
+        for agent, (runnable, agent_kwargs, _) in planned.items():
+            loop, _ = make_loop(runnable, args.env, agent_kwargs=agent_kwargs, **run_kwargs)
         # Before anything is allocated: what this run's arrays need, against the machine.
         check_fits(
             "this bandit run",
@@ -216,12 +255,12 @@ def run_command(args: argparse.Namespace) -> int:
         )
         restart = bool(getattr(args, "restart", False))
         with claim_run_dir(
-            args.out, "bandit", _result_arguments(args, agents), restart=restart, restart_flag="--restart",
-            legacy_check=lambda folder: _legacy_difference(folder, agents),
+            args.out, "bandit", _result_arguments(args, agents, files, settings), restart=restart,
+            restart_flag="--restart", legacy_check=lambda folder: _legacy_difference(folder, agents),
         ) as out:
             frames = [
                 run_bandit(
-                    agent,
+                    runnable,
                     args.env,
                     args.steps,
                     args.seeds,
@@ -231,14 +270,20 @@ def run_command(args: argparse.Namespace) -> int:
                     resume=False if restart else None,
                     progress=not args.no_progress,
                     agent_kwargs=agent_kwargs,
+                    agent_fingerprint=fingerprint,
                     **run_kwargs,
-                )
-                for agent in agents
+                # An agent file's rows carry the name --agents gave it (its record's own name may differ).
+                ).assign(**({"agent": agent} if agent in {f.name for f in files} else {}))
+                for agent, (runnable, agent_kwargs, fingerprint) in planned.items()
             ]
             df = _family_columns(pd.concat(frames, ignore_index=True), env_kwargs)
             if getattr(args, "dataset", None) is not None:
                 # run_bandit's rows name the env id only; keep which data set was played.
                 df.insert(df.columns.get_loc("env") + 1, "dataset", args.dataset)
+            if settings:
+                # Which hyperparameters each agent ran with ("" for the defaults).
+                df.insert(df.columns.get_loc("agent") + 1, "agent_config",
+                          df["agent"].map(lambda a: settings_label(settings.get(a, {}))))
             write_csv(df, out / CSV_NAME)
             plot_regret(df, out / FIGURE_NAME)
     except ValueError as error:

@@ -1,7 +1,7 @@
 """``decision-bench leaderboard``: your agents against the stored core agents, problem by problem.
 
     decision-bench leaderboard --agent-file my_agent.py --out DIR
-    decision-bench leaderboard --agents ensemble --agent-file my_agent.py --baselines standard --out DIR
+    decision-bench leaderboard --agents ensemble --set ensemble.num_ensemble=10 --baselines standard --out DIR
 
 runs the given agents (registered names in --agents, and/or the agents of
 --agent-file files) on exactly the problems the stored baselines were scored on
@@ -14,6 +14,10 @@ setting and seed), then prints and writes:
   over problems of yours minus the baseline's, with its standard error: environment
   luck cancels in a paired difference, so it resolves far smaller gaps than the scores;
 - DIR/leaderboard.md (both tables) and DIR/testbed.csv (your agents' rows).
+
+A registered agent given without --set replaces the stored one of its name (scored
+anew); with --set values it is another agent, labelled with them (e.g.
+"ensemble (num_ensemble=10)"), and the stored one stays among the baselines.
 
 Stored baselines ship with the package (``decision-bench leaderboard --list``); a
 baseline stored by another package version, or whose default config has changed
@@ -33,15 +37,15 @@ from pathlib import Path
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
-from decision_bench._src.files import atomic_write_text, sha256_hex, write_results_csv
+from decision_bench._src.files import atomic_write_text, write_results_csv
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.validation import check_choice
 from decision_bench.agents import names as registered_names
 from decision_bench.analysis.leaderboard import markdown, paired_differences, scores
-from decision_bench.cli.arguments import parse_agent_list
+from decision_bench.cli.arguments import AGENT_FILE_HELP, SET_HELP, parse_agent_list, parse_settings, settings_label
 from decision_bench.cli.testbed import _describe_testbed, compute_testbed_cell, run_cells
 from decision_bench.experiments.baselines import library_differences, load_baselines, stale_reasons, stored_names
-from decision_bench.experiments.reproduce import load_agent_file
+from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.experiments.store import ResultsStore
 
 DEFAULT_BASELINES = "standard"
@@ -57,10 +61,10 @@ def register(subparsers) -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--agents", default=None, help="comma-separated registered agent names to score")
-    parser.add_argument(
-        "--agent-file", action="append", default=[], dest="agent_files", metavar="FILE",
-        help="a Python file defining make_agent(spec) and optionally NAME (repeatable); see docs/custom_agent.md",
-    )
+    parser.add_argument("--agent-file", action="append", default=[], dest="agent_files", metavar="FILE",
+                        help=AGENT_FILE_HELP)
+    parser.add_argument("--set", action="append", default=[], dest="settings", metavar="AGENT.FIELD=VALUE",
+                        help=SET_HELP)
     parser.add_argument(
         "--baselines", default=None,
         help=f"stored baselines: a name ({', '.join(stored_names()) or 'none stored'}; default "
@@ -92,20 +96,6 @@ def _list() -> int:
     return 0
 
 
-def _compute(cell, files: dict[str, str]):
-    """A cell's rows; a user's agent is loaded from its file, which must still be the
-    file the cell was planned with (its digest is in the cell's id)."""
-    if cell.agent not in files:
-        return compute_testbed_cell(cell)
-    path = Path(files[cell.agent])
-    if sha256_hex(path.read_bytes()) != cell.agent_file_sha256:
-        raise ValueError(
-            f"agent_file {str(path)!r} changed while the run was going on; run the command again "
-            "(its finished cells are kept) to compute the new version"
-        )
-    return compute_testbed_cell(cell, make_agent=load_agent_file(path)[1])
-
-
 def _as_stored(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows as a CSV reader sees them, so they join the stored baselines' rows
     (read from CSV) on equal types."""
@@ -121,46 +111,46 @@ def main(args: argparse.Namespace) -> int:
     registered = parse_agent_list(args.agents) if args.agents else ()
     for agent in registered:
         check_choice("--agents", agent, registered_names())
-    files: dict[str, str] = {}
-    digests: dict[str, str] = {}
-    for path in args.agent_files:
-        name, _ = load_agent_file(path)
-        if name in files or name in registered:
-            raise ValueError(f"--agent-file {path!r} defines agent {name!r}, which is already given")
-        files[name] = str(path)
-        digests[name] = sha256_hex(Path(path).read_bytes())
-    agents = registered + tuple(files)
+    files = read_agent_files(args.agent_files, registered_names())
+    agents = registered + tuple(f.name for f in files)
     if not agents:
         raise ValueError("give the agents to score: --agents NAMES and/or --agent-file FILE")
-    clash = sorted(set(files) & set(stored.agents))
-    if clash:
-        raise ValueError(
-            f"--agent-file agents {clash} have a baseline's name; set another NAME in the file"
-        )
+    repeated = sorted(set(registered) & {f.name for f in files})
+    if repeated:
+        raise ValueError(f"--agent-file defines {repeated}, also given in --agents; give each agent once")
+    settings = parse_settings(args.settings, agents, files)
+    digests = {f.name: f.sha256 for f in files}
+    # A registered agent with --set values is another agent than the stored one of its
+    # name: its rows are labelled with the values and the stored one stays a baseline.
+    labels = {a: f"{a} ({settings_label(v)})" for a, v in settings.items() if a in registered}
+    replaced = [a for a in registered if a in stored.agents and a not in labels]
     reasons = stale_reasons(stored)
-    compared = [a for a in stored.agents if a not in agents and (args.allow_stale or a not in reasons)]
-    cells = tuple(c for agent in agents for c in stored.cells(agent, digests.get(agent)))
+    compared = [a for a in stored.agents if a not in replaced and (args.allow_stale or a not in reasons)]
+    cells = tuple(c for a in agents for c in stored.cells(a, digests.get(a), settings.get(a)))
     arguments = {
-        "--agents": list(registered), "--agent-file": {n: digests[n] for n in files},
+        "--agents": list(registered), "--agent-file": {f.name: f.sha256 for f in files},
+        "--set": {a: {k: repr(v) for k, v in sorted(values.items())} for a, values in sorted(settings.items())},
         "--baselines": stored.name, "--allow-stale": bool(args.allow_stale),
     }
     with claim_run_dir(args.out, "leaderboard", arguments) as out:
         frame = run_cells(
             cells,
-            functools.partial(_compute, files=files),
+            functools.partial(compute_testbed_cell, agent_files=tuple((f.name, f.path) for f in files)),
             ResultsStore(out / CELLS_DIR),
             desc="leaderboard",
             describe=_describe_testbed,
             progress=not args.no_progress,
         )
         ours = _as_stored(frame)
+        ours["agent"] = ours["agent"].map(lambda a: labels.get(a, a))
+        yours = [labels.get(a, a) for a in agents]
         baseline_rows = stored.rows[stored.rows["agent"].isin(compared)]
         both = pd.concat([ours, baseline_rows], ignore_index=True)
         score_table = scores(both)
         score_table.insert(1, "source", [
-            "yours" if a in agents else ("stored, stale" if a in reasons else "stored") for a in score_table["agent"]
+            "yours" if a in yours else ("stored, stale" if a in reasons else "stored") for a in score_table["agent"]
         ])
-        paired = paired_differences(both, agents, compared)
+        paired = paired_differences(both, yours, compared)
         notes = [
             f"baselines {stored.name!r}: {stored.meta['command']} ({stored.meta['versions'].get('decision-bench')}, "
             f"stored {stored.meta['created']})",
@@ -168,11 +158,9 @@ def main(args: argparse.Namespace) -> int:
         libraries = library_differences(stored)
         if libraries:
             notes.append(f"the baselines were computed with {libraries}: rows may differ in float rounding")
-        for agent in agents:
-            if agent in stored.agents:
-                notes.append(f"{agent} is also a stored baseline: scored anew here, its stored rows not used")
+        notes += [f"{a} is also a stored baseline: scored anew here, its stored rows not used" for a in replaced]
         for agent, reason in sorted(reasons.items()):
-            if agent in agents:
+            if agent in replaced:
                 continue
             verb = "compared anyway (--allow-stale)" if args.allow_stale else "left out (--allow-stale compares it)"
             notes.append(f"baseline {agent} is stale ({reason}): {verb}")

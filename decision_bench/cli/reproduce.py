@@ -12,6 +12,7 @@ DIR/report.md and DIR/run.json (preset, versions, timings).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import textwrap
 from pathlib import Path
@@ -24,10 +25,12 @@ from decision_bench.analysis import analyze
 from decision_bench.analysis.correlation import check_num_resamples
 from decision_bench.analysis.pipeline import HEADLINE_LEVELS, headline
 from decision_bench.cli.analyze import print_robustness, print_skewed_intervals
-from decision_bench.cli.arguments import parse_agent_list
+from decision_bench.cli.arguments import SET_HELP, parse_agent_list, parse_settings
+from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.experiments.executors import default_workers
-from decision_bench.experiments.presets import PRESET_NAMES, PRESET_SCOPE, Preset
-from decision_bench.experiments.reproduce import check_agents, claim_preset_dir, run_preset
+from decision_bench.experiments.experiment_file import preset_to_toml, read_experiment_file
+from decision_bench.experiments.presets import PRESET_NAMES, PRESET_SCOPE, Preset, get_preset
+from decision_bench.experiments.reproduce import check_agents, claim_preset_dir, run_preset, with_settings
 
 
 def reproduce(
@@ -40,19 +43,23 @@ def reproduce(
     num_resamples: int = 1000,
     progress: bool = True,
     workers: int = 1,
+    settings: dict | None = None,
 ):
     """Runs (or resumes) a reproduction: the preset's cells, then the analysis; returns
     the analysis result (``decision_bench.analysis.analyze``).
 
-    agents: registered names to run instead of the preset's; agent_files: user
-    agent files (``experiments.reproduce.load_agent_file``), run next to them;
+    preset: a preset name or a Preset (e.g. from an experiment file,
+    ``experiments.experiment_file.read_experiment_file``); agents: registered names
+    to run instead of the preset's; agent_files: user agent files
+    (``experiments.agent_files.read_agent_file``), run next to them; settings:
+    {agent: {hyperparameter: value}} over the preset's overrides (--set);
     workers: local worker processes (the results do not depend on it).
     """
     check_num_resamples(num_resamples)  # before hours of cells, not after
     # One claim of OUT (lock and manifest) for the cells and the analysis both;
     # run_preset's own claim inside it is the same run's, so it is re-entrant.
-    with claim_preset_dir(preset, out, agents, agent_files, flag="--out") as out:
-        run_preset(preset, out, agents, agent_files, executor, address, progress, workers=workers)
+    with claim_preset_dir(preset, out, agents, agent_files, flag="--out", settings=settings) as out:
+        run_preset(preset, out, agents, agent_files, executor, address, progress, workers=workers, settings=settings)
         return analyze(out, num_resamples=num_resamples, seed=0)
 
 
@@ -112,16 +119,27 @@ def register(subparsers) -> argparse.ArgumentParser:
             name, help=help_text, description=help_text, formatter_class=HelpFormatter
         )
         if name == "reproduce":
-            p.add_argument("--preset", default="demo", choices=PRESET_NAMES,
-                           help="demo: < 3 min on 2 cores; quick: < 30 min; standard: the papers' headline "
+            p.add_argument("--preset", default=None, choices=PRESET_NAMES,
+                           help="(default: demo) demo: < 3 min on 2 cores; quick: < 30 min; standard: the papers' headline "
                            "at laptop size (<= 60 min); paper: the papers' full setting; robustness: paper 000 "
                            "Sec. 6 and Figs. 16-17 across generative models and bandit dimensions (cluster-sized); "
                            "robustness-quick: a slice of it, < 45 min on 2 cores")
+            p.add_argument("--config", default=None, metavar="FILE",
+                           help="an experiment file (TOML, docs/custom_agent.md) instead of --preset; "
+                           "--preset and --agents are refused beside it (edit the file), --agent-file "
+                           "and --set apply on top of it as on top of a preset")
+            p.add_argument("--print-config", action="store_true",
+                           help="print the run's experiment (the preset, or --config, with --agents and "
+                           "--set applied) as an experiment file and exit; fed back with --config it "
+                           "is the identical run")
         p.add_argument("--out", default=f"runs/{name}", help="run directory (re-run the same command to resume; another run's folder is refused)")
         p.add_argument("--agents", default=None,
                        help="comma-separated registered agents instead of the preset's")
         p.add_argument("--agent-file", action="append", default=[], dest="agent_files",
-                       help="a Python file defining make_agent(spec) (and NAME); may repeat")
+                       help="a Python file defining make_agent(spec) (and NAME), run next to the preset's "
+                       "agents; results are keyed by the file's SHA-256; may repeat")
+        p.add_argument("--set", action="append", default=[], dest="settings", metavar="AGENT.FIELD=VALUE",
+                       help=SET_HELP + "; applied over the preset's own overrides")
         p.add_argument("--executor", default="local", choices=("local", "ray"))
         p.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
         p.add_argument("--workers", default="auto",
@@ -149,20 +167,47 @@ def _workers(value: str, executor: str) -> int:
     return count
 
 
+def _preset(args: argparse.Namespace):
+    """The run's preset: --config's experiment file, else --preset's name (demo by
+    default). Beside --config, the flags the file itself sets (--preset, --agents)
+    are refused rather than silently overriding it."""
+    config = getattr(args, "config", None)
+    if config is None:
+        return args.preset_name or getattr(args, "preset", None) or "demo"
+    given = [flag for flag, value in (("--preset", getattr(args, "preset", None)), ("--agents", args.agents)) if value is not None]
+    if given:
+        raise ValueError(
+            f"--config {config!r} sets the experiment; {' and '.join(given)} cannot be given beside it "
+            "(edit the file, or drop --config)"
+        )
+    return read_experiment_file(config)
+
+
 def _run(args: argparse.Namespace) -> int:
-    preset = args.preset_name or args.preset
+    preset = _preset(args)
     # None (not given): the preset's agents; given, the shared rule (an empty list or a
     # repeated name is refused rather than falling back to the whole preset).
     agents = None if args.agents is None else parse_agent_list(args.agents)
-    check_num_resamples(args.resamples, name="resamples")
-    check_resamples("--resamples", args.resamples)
-    workers = _workers(args.workers, args.executor)
     if agents:
         check_agents(agents)
     agent_files = tuple(args.agent_files)
+    base = get_preset(preset) if isinstance(preset, str) else preset
+    custom = read_agent_files(agent_files, registered=agents if agents is not None else base.agents)
+    run_agents = (agents if agents is not None else base.agents) + tuple(f.name for f in custom)
+    settings = parse_settings(args.settings, run_agents, custom)
+    if getattr(args, "print_config", False):
+        if agent_files:
+            raise ValueError("--print-config writes registered agents only: give --agent-file beside --config")
+        chosen = base if agents is None else dataclasses.replace(base, agents=agents)
+        sys.stdout.write(preset_to_toml(with_settings(chosen, settings)))
+        return 0
+    check_num_resamples(args.resamples, name="resamples")
+    check_resamples("--resamples", args.resamples)
+    workers = _workers(args.workers, args.executor)
     # Claimed before the first line is printed: a refused folder is one line.
-    with claim_preset_dir(preset, args.out, agents, agent_files, flag="--out") as out:
-        print(f"decision-bench reproduce --preset {preset}: writing to {out}/ (re-run to resume)", file=sys.stderr)
+    with claim_preset_dir(preset, args.out, agents, agent_files, flag="--out", settings=settings) as out:
+        source = f"--config {args.config}" if getattr(args, "config", None) else f"--preset {base.name}"
+        print(f"decision-bench reproduce {source}: writing to {out}/ (re-run to resume)", file=sys.stderr)
         result = reproduce(
             preset,
             out,
@@ -173,6 +218,8 @@ def _run(args: argparse.Namespace) -> int:
             num_resamples=args.resamples,
             progress=not args.no_progress,
             workers=workers,
+            settings=settings,
         )
-    _print_summary(out, result, preset if isinstance(preset, str) else None)
+    builtin = isinstance(preset, str) or (base.name in PRESET_NAMES and get_preset(base.name) == base)
+    _print_summary(out, result, base.name if builtin else None)
     return 0

@@ -57,7 +57,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -71,7 +71,7 @@ from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.agents.registry import config as agent_config
-from decision_bench.cli.arguments import parse_agent_list
+from decision_bench.cli.arguments import AGENT_FILE_HELP, SET_HELP, parse_agent_list, parse_settings, settings_label
 from decision_bench.data import BUNDLED, load_dataset, make_dataset_problem
 from decision_bench.evaluation.kl import METHODS
 from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
@@ -87,7 +87,11 @@ from decision_bench.evaluation.sweeps import (
     get_sweep,
     hidden_sizes_label,
 )
+from decision_bench.experiments.agent_files import AgentFile, current_make_agent, read_agent_files
 from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.experiment_file import read_experiment_file
+from decision_bench.experiments.presets import Preset, testbed_sweep
+from decision_bench.experiments.reproduce import with_settings
 from decision_bench.experiments.store import ResultsStore
 
 BASELINE = "mlp"
@@ -126,7 +130,18 @@ def register(subparsers) -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("--agents", default="mlp", help="comma-separated agent names")
+    parser.add_argument("--agents", default=None,
+                        help="comma-separated agent names, registered or an --agent-file's (default: mlp)")
+    parser.add_argument("--agent-file", action="append", default=[], dest="agent_files", help=AGENT_FILE_HELP)
+    parser.add_argument("--set", action="append", default=[], dest="settings", metavar="AGENT.FIELD=VALUE",
+                        help=SET_HELP)
+    parser.add_argument(
+        "--config", default=None, metavar="FILE",
+        help="an experiment file (TOML; `reproduce --print-config` writes one): run its agents, testbed "
+        "sweeps, seeds, num_test, num_models and testbed overrides; the flags it sets (--agents, --sweep, "
+        "the grid flags, --seeds, --num-test, --num-models, --datasets) are refused beside it, the others "
+        "(--agent-file, --set, --method, --reference) apply on top",
+    )
     parser.add_argument(
         "--sweep",
         default=None,
@@ -161,8 +176,8 @@ def register(subparsers) -> argparse.ArgumentParser:
         "--seeds", type=int, default=None, help="seeds 0..N-1 (default: the sweep's; 5 for a custom grid)"
     )
     parser.add_argument("--out", required=True, help="output directory (created if missing)")
-    parser.add_argument("--num-test", type=int, default=1000, help="test tau-samples per problem")
-    parser.add_argument("--num-models", type=int, default=1000, help="agent draws per estimate")
+    parser.add_argument("--num-test", type=int, default=None, help="test tau-samples per problem (default: 1000)")
+    parser.add_argument("--num-models", type=int, default=None, help="agent draws per estimate (default: 1000)")
     parser.add_argument("--method", default="auto", choices=METHODS, help="likelihood estimator")
     parser.add_argument(
         "--reference",
@@ -203,15 +218,21 @@ def print_summary(frame: pd.DataFrame, sweep_name: str, baseline: str = BASELINE
     print(table.to_string(float_format=lambda v: f"{v:.4g}"))
 
 
-def parse_agents(text: str) -> tuple[str, ...]:
-    """"mlp, ensemble+" -> ("mlp", "ensemble+"): registered names (the shared rule
-    of ``cli.arguments.parse_agent_list``: none or a repeat is refused); ValueError
-    naming --agents otherwise."""
+def parse_agents(text: str, agent_files: Sequence[AgentFile] = ()) -> tuple[str, ...]:
+    """"mlp, ensemble+" -> ("mlp", "ensemble+"): registered names or the names of
+    ``agent_files`` (the shared rule of ``cli.arguments.parse_agent_list``: none or
+    a repeat is refused); ValueError naming --agents otherwise, and for an agent
+    file whose agent --agents does not name."""
     listed = parse_agent_list(text)
+    file_names = tuple(f.name for f in agent_files)
     for name in listed:
-        check_choice("--agents", name, agent_registry())
-        # Testbed and real-data inputs are continuous features.
-        check_inputs_fit(name, "the testbed", one_hot=False)
+        check_choice("--agents", name, agent_registry() + file_names)
+        if name not in file_names:
+            # Testbed and real-data inputs are continuous features.
+            check_inputs_fit(name, "the testbed", one_hot=False)
+    unused = [f"{f.name!r} ({f.path})" for f in agent_files if f.name not in listed]
+    if unused:
+        raise ValueError(f"--agent-file defines {', '.join(unused)}, which --agents does not name; add it to --agents")
     return listed
 
 
@@ -281,8 +302,14 @@ def testbed_cells(
     method: str,
     reference: str | None = None,
     reference_options: dict | None = None,
+    agent_configs: Mapping[str, Mapping[str, Any]] | None = None,
+    agent_files: Sequence[AgentFile] = (),
 ) -> tuple[Cell, ...]:
     """One cell per (agent, setting) with all seeds, in ``run_testbed``'s row order.
+
+    agent_configs: {agent: {hyperparameter: value}} (--set), the cells' agent_config;
+    agent_files: the run's loaded agent files, whose SHA-256 goes into their
+    agents' cells (so an edited file names new cells).
 
     The cell holds every argument its rows depend on (the setting with its
     activation and hidden sizes, the designs (tau, kappa), num_test, num_models,
@@ -291,6 +318,7 @@ def testbed_cells(
     name and options (without one the cell, and so its id, is as before).
     """
     designs = tuple((design.tau, design.kappa) for design in sweep.designs)
+    digests = {f.name: f.sha256 for f in agent_files}
     extra = {}
     if reference is not None:
         extra = {"reference": reference, "reference_options": tuple(sorted((reference_options or {}).items()))}
@@ -312,23 +340,35 @@ def testbed_cells(
                 **extra,
             },
             seeds=tuple(seeds),
+            agent_config=dict((agent_configs or {}).get(agent, {})),
+            agent_file_sha256=digests.get(agent),
         )
         for agent in agents
         for setting in sweep.settings
     )
 
 
+def _cell_agent(cell: Cell, agent_files: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
+    """(run_testbed's agent argument, its overrides) for a cell: the registered name,
+    or {name: make_agent} of the cell's agent file (which must still be the file the
+    cell was planned with); the cell's agent_config as the overrides."""
+    paths = dict(agent_files)
+    agent: Any = cell.agent
+    if cell.agent in paths:
+        agent = {cell.agent: current_make_agent(paths[cell.agent], cell.agent_file_sha256)}
+    overrides = {cell.agent: {k: tuple(v) if isinstance(v, list) else v for k, v in cell.agent_config}}
+    return agent, overrides if cell.agent_config else None
+
+
 def compute_testbed_cell(
-    cell: Cell, reference_fits: ReferenceFits | None = None, make_agent: Callable | None = None
+    cell: Cell, reference_fits: ReferenceFits | None = None, agent_files: Sequence[tuple[str, str]] = ()
 ) -> pd.DataFrame:
     """The rows of one testbed cell (``run_testbed`` on its one setting); built from
-    the cell alone, so a stored cell can always be recomputed the same way
-    (``make_agent``: a user's agent factory for a cell of an agent file, whose
-    digest the cell holds; None for a registered agent).
+    the cell alone, so a stored cell can always be recomputed the same way.
     Programs compiled for one cell are reused by the next where they coincide
     (JAX's jit cache: the same agent at another temperature, say); with a
     reference, ``reference_fits`` shares its fit of a setting between the cells
-    of that setting's agents."""
+    of that setting's agents. agent_files: ((name, path), ...) of the run's agent files."""
     problem = dict(cell.problem)
     setting = TestbedSetting(
         input_dim=problem["input_dim"],
@@ -342,13 +382,15 @@ def compute_testbed_cell(
     sweep = Sweep("cell", (setting,), designs, num_seeds=len(cell.seeds))
     reference = problem.get("reference")
     options = {k: tuple(v) if isinstance(v, list) else v for k, v in problem.get("reference_options", ())}
+    agent, overrides = _cell_agent(cell, agent_files)
     return run_testbed(
-        cell.agent if make_agent is None else {cell.agent: make_agent},
+        agent,
         sweep,
         list(cell.seeds),
         num_test=problem["num_test"],
         num_models=problem["num_models"],
         method=problem["method"],
+        overrides=overrides,
         progress=False,
         reference=reference,
         reference_overrides=options or None,
@@ -419,9 +461,12 @@ def realdata_cells(
     num_test: int,
     num_models: int,
     method: str,
+    agent_configs: Mapping[str, Mapping[str, Any]] | None = None,
+    agent_files: Sequence[AgentFile] = (),
 ) -> tuple[Cell, ...]:
     """One cell per (agent, data set, T) with all seeds, in ``run_realdata``'s row
     order; a T above a data set's training split is no cell (run_realdata skips it).
+    agent_configs and agent_files: as ``testbed_cells``.
 
     A data file's cell also holds the SHA-256 of its bytes: an edited file gets
     new cells rather than the old file's rows.
@@ -449,16 +494,22 @@ def realdata_cells(
                     "num_models": num_models,
                     "method": method,
                 }
-                cells.append(Cell(REALDATA, agent, problem=problem, seeds=tuple(seeds)))
+                cells.append(Cell(
+                    REALDATA, agent, problem=problem, seeds=tuple(seeds),
+                    agent_config=dict((agent_configs or {}).get(agent, {})),
+                    agent_file_sha256={f.name: f.sha256 for f in agent_files}.get(agent),
+                ))
     return tuple(cells)
 
 
-def compute_realdata_cell(cell: Cell) -> pd.DataFrame:
+def compute_realdata_cell(cell: Cell, agent_files: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
     """The rows of one realdata cell: ``run_realdata`` on its one (data set, T)."""
 
     problem = dict(cell.problem)
+    agent, overrides = _cell_agent(cell, agent_files)
     return run_realdata(
-        cell.agent,
+        agent,
+        overrides=overrides,
         datasets=[problem["dataset"]],
         num_train=[problem["num_train"]],
         seeds=list(cell.seeds),
@@ -476,7 +527,10 @@ def _describe_realdata(cell: Cell) -> str:
     return f"{cell.agent} {Path(problem['dataset']).name} T={size}"
 
 
-def _realdata_plan(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[int, ...], tuple[Cell, ...]]:
+def _realdata_plan(
+    args: argparse.Namespace, agents: tuple[str, ...], configs: Mapping[str, Mapping[str, Any]],
+    files: Sequence[AgentFile],
+) -> tuple[tuple[str, ...], tuple[int, ...], tuple[Cell, ...]]:
     """(data sets, seeds, cells) of --sweep realdata; ValueError for bad arguments."""
 
     sweep = realdata_sweep()
@@ -489,8 +543,8 @@ def _realdata_plan(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[int
         raise ValueError(f"--datasets must name at least one data set, got {args.datasets!r}")
     seeds = _seeds(args.seeds, sweep.num_seeds)
     cells = realdata_cells(
-        parse_agents(args.agents), datasets, sweep.num_train, seeds, sweep.designs,
-        args.num_test, args.num_models, args.method,
+        agents, datasets, sweep.num_train, seeds, sweep.designs,
+        args.num_test, args.num_models, args.method, configs, files,
     )
     return datasets, seeds, cells
 
@@ -500,9 +554,13 @@ def _main_realdata(
 ) -> int:
     store = ResultsStore(out / CELLS_DIR)
     frame = run_cells(
-        cells, compute_realdata_cell, store,
+        cells,
+        functools.partial(compute_realdata_cell, agent_files=_file_pairs(cells, args)) if _file_pairs(cells, args)
+        else compute_realdata_cell,
+        store,
         desc=REALDATA, describe=_describe_realdata, progress=not args.no_progress,
     )
+    frame = with_config_column(frame, cells)
     write_results_csv(out / "realdata.csv", frame)
     meta = {
         "versions": environment_info(),
@@ -612,8 +670,54 @@ def _grid_meta(sweep: Sweep) -> dict:
     }
 
 
+# The flags an experiment file (--config) sets: refused beside it.
+CONFIG_FLAGS = {
+    "--agents": "agents", "--sweep": "sweep", "--seeds": "seeds", "--num-test": "num_test",
+    "--num-models": "num_models", "--datasets": "datasets",
+    **{flag: dest for flag, (dest, _) in GRID_FLAGS.items()},
+}
+
+
+def _experiment(args: argparse.Namespace) -> Preset | None:
+    """The --config experiment file's preset (None without --config); ValueError when a
+    flag the file sets is given beside it. Fills in --num-test and --num-models
+    (the file's, else 1000)."""
+    config = getattr(args, "config", None)
+    experiment = None
+    if config is not None:
+        given = [flag for flag, dest in CONFIG_FLAGS.items() if getattr(args, dest, None) is not None]
+        if given:
+            raise ValueError(
+                f"--config {config!r} sets the experiment; {', '.join(given)} cannot be given beside it "
+                "(edit the file, or drop --config)"
+            )
+        experiment = read_experiment_file(config)
+        args.num_test, args.num_models = experiment.num_test, experiment.num_models
+    args.num_test = 1000 if args.num_test is None else args.num_test
+    args.num_models = 1000 if args.num_models is None else args.num_models
+    return experiment
+
+
+def _file_pairs(cells: Sequence[Cell], args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """((name, path), ...) of the agent files whose agents have cells."""
+    files = getattr(args, "loaded_agent_files", ())
+    return tuple((f.name, f.path) for f in files if any(c.agent == f.name for c in cells))
+
+
+def with_config_column(frame: pd.DataFrame, cells: Sequence[Cell]) -> pd.DataFrame:
+    """Adds agent_config after agent (an agent's --set values or the experiment file's
+    overrides, "" for none) when any cell has one; rows of runs without keep their columns."""
+    labels = {c.agent: settings_label(dict(c.agent_config)) for c in cells}
+    if not any(labels.values()) or frame.empty:
+        return frame
+    frame = frame.copy()
+    frame.insert(frame.columns.get_loc("agent") + 1, "agent_config", frame["agent"].map(labels).fillna(""))
+    return frame
+
+
 def main(args: argparse.Namespace) -> int:
     # Every argument is validated (and the cells built) before anything is written.
+    experiment = _experiment(args)
     custom = grid_sweep(args)
     sweep = custom if custom is not None else (getattr(args, "sweep", None) or DEFAULT_SWEEP)
     if sweep != REALDATA and getattr(args, "datasets", None) is not None:
@@ -622,43 +726,75 @@ def main(args: argparse.Namespace) -> int:
     check_count("--num-models", args.num_models)
     if args.seeds is not None:
         check_count("--seeds", args.seeds)
+    files = read_agent_files(getattr(args, "agent_files", ()), registered=agent_registry())
+    args.loaded_agent_files = files
+    if args.agents is None:
+        args.agents = ",".join(experiment.agents) if experiment is not None else "mlp"
+    agents = parse_agents(args.agents, files)
+    settings = parse_settings(getattr(args, "settings", ()), agents, files)
+    # {agent: {hyperparameter: value}}: the file's testbed overrides with --set over them.
+    configs = settings if experiment is None else {
+        agent: dict(items) for agent, items in with_settings(experiment, settings).testbed_overrides
+    }
+    extra = {}
+    if files:
+        extra["--agent-file"] = [f.path for f in files]
+    if settings:
+        extra["--set"] = settings
     if sweep == REALDATA:
         if getattr(args, "reference", None) is not None:
             raise ValueError("--reference needs a testbed sweep (real data has no reference posterior)")
-        datasets, seeds, cells = _realdata_plan(args)
+        datasets, seeds, cells = _realdata_plan(args, agents, configs, files)
         arguments = {
-            "--sweep": REALDATA, "--datasets": list(datasets), "--agents": list(parse_agents(args.agents)),
+            "--sweep": REALDATA, "--datasets": list(datasets), "--agents": list(agents),
             "--seeds": len(seeds), "--num-test": args.num_test, "--num-models": args.num_models,
-            "--method": args.method,
+            "--method": args.method, **extra,
         }
         with claim_run_dir(
             args.out, "testbed", arguments, legacy_check=functools.partial(_legacy_difference, "realdata.json", cells)
         ) as out:
             return _main_realdata(args, out, datasets, seeds, cells)
-    if isinstance(sweep, str):
-        sweep = get_sweep(sweep)
-    agents = parse_agents(args.agents)
-    check_testbed_memory(args, sweep, len(agents))
-    seeds = _seeds(args.seeds, sweep.num_seeds)
+    if experiment is not None:
+        sweeps = [testbed_sweep(name) for name in experiment.testbed_sweeps]
+        args.seeds = experiment.testbed_seeds
+    else:
+        sweeps = [get_sweep(sweep) if isinstance(sweep, str) else sweep]
+    for one in sweeps:
+        check_testbed_memory(args, one, len(agents))  # before the seeds' list is made
+    seeds = _seeds(args.seeds, sweeps[0].num_seeds)
     reference, reference_options = parse_reference(
         getattr(args, "reference", None), getattr(args, "reference_option", [])
     )
-    agents = parse_agents(args.agents)
-    cells = testbed_cells(
-        agents, sweep, seeds, args.num_test, args.num_models, args.method,
-        reference, reference_options,
+    cells = tuple(
+        cell
+        for one in sweeps
+        for cell in testbed_cells(
+            agents, one, seeds, args.num_test, args.num_models, args.method,
+            reference, reference_options, configs, files,
+        )
     )
-    arguments = {
-        "--sweep": sweep.name if custom is None else None,
-        "grid": _grid_meta(custom) if custom is not None else None,
-        "--agents": list(agents),
-        "--seeds": len(seeds), "--num-test": args.num_test, "--num-models": args.num_models,
-        "--method": args.method, "--reference": reference, "--reference-option": reference_options,
-    }
+    if experiment is None:
+        arguments = {
+            "--sweep": sweeps[0].name if custom is None else None,
+            "grid": _grid_meta(custom) if custom is not None else None,
+            "--agents": list(agents),
+            "--seeds": len(seeds), "--num-test": args.num_test, "--num-models": args.num_models,
+        }
+    else:
+        # The file's testbed half: what changes a row (not its bandit half, nor its name).
+        arguments = {"--config": {
+            "agents": list(experiment.agents), "sweeps": list(experiment.testbed_sweeps),
+            "seeds": experiment.testbed_seeds, "num_test": experiment.num_test,
+            "num_models": experiment.num_models, "overrides": experiment.testbed_overrides,
+        }}
+    arguments.update({
+        "--method": args.method, "--reference": reference, "--reference-option": reference_options, **extra,
+    })
+    name = "+".join(one.name for one in sweeps)
     with claim_run_dir(
         args.out, "testbed", arguments, legacy_check=functools.partial(_legacy_difference, "testbed.json", cells)
     ) as out:
-        return _run_testbed_cells(args, out, sweep, custom, seeds, cells, reference, reference_options)
+        return _run_testbed_cells(args, out, name, custom, seeds, cells, reference, reference_options)
 
 
 def _legacy_difference(meta_name: str, cells: Sequence[Cell], out: Path) -> str | None:
@@ -678,24 +814,25 @@ def _legacy_difference(meta_name: str, cells: Sequence[Cell], out: Path) -> str 
     return f"its cells were another grid: {shown}"
 
 
-def _run_testbed_cells(args, out, sweep, custom, seeds, cells, reference, reference_options) -> int:
+def _run_testbed_cells(args, out, sweep_name, custom, seeds, cells, reference, reference_options) -> int:
     # One reference fit per setting, shared by the cells of all its agents.
-    compute = (
-        compute_testbed_cell if reference is None
-        else functools.partial(compute_testbed_cell, reference_fits=ReferenceFits())
-    )
+    options = {} if reference is None else {"reference_fits": ReferenceFits()}
+    if _file_pairs(cells, args):
+        options["agent_files"] = _file_pairs(cells, args)
+    compute = functools.partial(compute_testbed_cell, **options) if options else compute_testbed_cell
     frame = run_cells(
         cells,
         compute,
         ResultsStore(out / CELLS_DIR),
-        desc=f"testbed {sweep.name}",
+        desc=f"testbed {sweep_name}",
         describe=_describe_testbed,
         progress=not args.no_progress,
     )
+    frame = with_config_column(frame, cells)
     write_results_csv(out / "testbed.csv", frame)
     meta = {
         "versions": environment_info(),
-        "sweep": sweep.name,
+        "sweep": sweep_name,
         "seeds": list(seeds),
         "agents": args.agents,
         "num_test": args.num_test,
@@ -708,7 +845,7 @@ def _run_testbed_cells(args, out, sweep, custom, seeds, cells, reference, refere
     if custom is not None:
         meta["grid"] = _grid_meta(custom)
     atomic_write_text(out / "testbed.json", json.dumps(meta, indent=2) + "\n")
-    print_summary(frame, sweep.name)
+    print_summary(frame, sweep_name)
     bad = frame[~frame["params_finite"] | (frame["fraction_finite"] < 1.0)]
     if len(bad):
         print(f"note: {len(bad)} rows had non-finite parameters or per-sample estimates; "

@@ -16,7 +16,9 @@ import pandas as pd
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import write_results_csv
 from decision_bench._src.rundir import claim_run_dir
+from decision_bench.cli.arguments import AGENT_FILE_HELP, SET_HELP, parse_settings
 from decision_bench.evaluation.sweeps import SWEEP_NAMES
+from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.agents.registry import names
 from decision_bench.evaluation.tune import PAPER_GRIDS, check_grid, grid_points, tune
 
@@ -49,7 +51,10 @@ def register(subparsers) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=HelpFormatter,
     )
-    p.add_argument("agent", help="a registered agent name")
+    p.add_argument("agent", help="a registered agent name, or the NAME of an --agent-file")
+    p.add_argument("--agent-file", action="append", default=[], dest="agent_files", help=AGENT_FILE_HELP)
+    p.add_argument("--set", action="append", default=[], dest="settings", metavar="AGENT.FIELD=VALUE",
+                   help=SET_HELP + "; fixed for every grid point (a field cannot be both --set and --grid)")
     p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
                    help="values of one hyperparameter; repeat for a product grid "
                    "(default: the paper's grid for the agent, where App. C gives one)")
@@ -65,8 +70,14 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run_command(args: argparse.Namespace) -> int:
 
-    if args.agent not in names():
-        raise ValueError(f"unknown agent {args.agent!r} (known: {', '.join(names())})")
+    files = {f.name: f for f in read_agent_files(getattr(args, "agent_files", ()), registered=names())}
+    if args.agent not in names() and args.agent not in files:
+        raise ValueError(f"unknown agent {args.agent!r} (known: {', '.join(names() + tuple(files))})")
+    unused = [f"{name!r} ({f.path})" for name, f in files.items() if name != args.agent]
+    if unused:
+        raise ValueError(f"--agent-file defines {', '.join(unused)}, which is not the agent tuned ({args.agent!r})")
+    settings = parse_settings(getattr(args, "settings", ()), (args.agent,), tuple(files.values()))
+    fixed = settings.get(args.agent, {})
     if args.grid:
         grid = _parse_grid(args.grid)
     elif args.agent in PAPER_GRIDS:
@@ -76,14 +87,26 @@ def run_command(args: argparse.Namespace) -> int:
             f"--grid is needed for {args.agent!r}: the paper gives no real-valued grid for it "
             f"(paper grids: {sorted(PAPER_GRIDS)})"
         )
-    grid = check_grid(args.agent, grid)  # before the folder is touched or anything compiles
+    both = sorted(set(fixed) & set(grid))
+    if both:
+        raise ValueError(f"--set and --grid both give {both}: a hyperparameter is either fixed or tuned")
+    agent_file = files.get(args.agent)
+    make_agent = None if agent_file is None else agent_file.make_agent
+    # Before the folder is touched or anything compiles.
+    grid = check_grid(args.agent, grid, fixed, make_agent)
     arguments = {"agent": args.agent, "--grid": grid, "--sweep": args.sweep, "--seeds": args.seeds,
                  "--num-test": args.num_test, "--num-models": args.num_models}
+    if agent_file is not None:
+        arguments["--agent-file"] = [agent_file.path]
+    if settings:
+        arguments["--set"] = settings
     with claim_run_dir(args.out, "tune", arguments) as out:
         print(f"tuning {args.agent} over {len(grid_points(grid))} points: {grid}", file=sys.stderr)
         rows, summary = tune(args.agent, grid, args.sweep, args.seeds,
-                             num_test=args.num_test, num_models=args.num_models,
-                             progress=not args.no_progress, resume_dir=out / "tune_settings")
+                             num_test=args.num_test, num_models=args.num_models, overrides=fixed,
+                             progress=not args.no_progress, resume_dir=out / "tune_settings",
+                             make_agent=make_agent,
+                             agent_fingerprint=None if agent_file is None else agent_file.fingerprint)
         write_results_csv(out / "tune.csv", rows)
         # The summary's checksum file records tune.csv's checksum: a kill between the two
         # writes leaves a pair that evaluation.tune.read_tune refuses, never a silent mix.

@@ -28,7 +28,7 @@ import json
 import math
 import warnings
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -75,7 +75,10 @@ def grid_points(grid: Mapping[str, Sequence[float]]) -> list[dict[str, float]]:
 
 
 def check_grid(
-    agent_name: str, grid: Mapping[str, Sequence[float]], overrides: Mapping[str, Any] | None = None
+    agent_name: str,
+    grid: Mapping[str, Sequence[float]],
+    overrides: Mapping[str, Any] | None = None,
+    make_agent: Callable[..., Any] | None = None,
 ) -> dict[str, tuple[float, ...]]:
     """The grid as {name: floats}, or a one-line ValueError, before any work.
 
@@ -86,9 +89,12 @@ def check_grid(
     is passed to ``agents.registry.config`` (the agent family's __post_init__
     checks, e.g. mlp's l2 >= 0), so the grid accepts exactly what ``make`` accepts.
     Names the config does not know (hyper fields the family fixes, e.g. ensemble's
-    prior_scale) get only the finite-number check.
+    prior_scale) get only the finite-number check. make_agent: a user's
+    ``make_agent(spec, **overrides)`` (an agent file) instead of the registered
+    ``agent_name``; it has no config, so its points get the finite-number check and
+    its hyperparameter names are those of the record it builds.
     """
-    if agent_name not in names():
+    if make_agent is None and agent_name not in names():
         raise ValueError(f"unknown agent {agent_name!r} (known: {', '.join(names())})")
     if not grid or any(len(values) == 0 for values in grid.values()):
         raise ValueError(f"grid must give at least one value per hyperparameter, got {dict(grid)!r}")
@@ -108,8 +114,10 @@ def check_grid(
         checked[name] = tuple(floats)
     fixed = dict(overrides or {})
     # The names first, on a small stand-in problem: building an agent compiles nothing.
-    hyper = hyperparameters_of(make(agent_name, ProblemSpec(2, 2, 0.1, 1), **fixed))
+    hyper = hyperparameters_of(_build(agent_name, make_agent, ProblemSpec(2, 2, 0.1, 1), fixed))
     _check_grid_names(hyper, checked, agent_name)
+    if make_agent is not None:
+        return checked
     accepted = set(hyperparameters(agent_name))
     for point in grid_points(checked):
         try:
@@ -118,6 +126,11 @@ def check_grid(
             shown = " ".join(f"{k}={v:g}" for k, v in point.items())
             raise ValueError(f"grid point {shown} is refused by {agent_name!r}: {error}") from None
     return checked
+
+
+def _build(agent_name: str, make_agent: Callable[..., Any] | None, spec: ProblemSpec, overrides: Mapping[str, Any]):
+    """The registered agent, or the user's make_agent(spec, **overrides)."""
+    return make(agent_name, spec, **overrides) if make_agent is None else make_agent(spec, **overrides)
 
 
 def _check_grid_names(hyper: Any, grid: Mapping[str, Any], agent_name: str) -> None:
@@ -181,6 +194,8 @@ def tune(
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: bool = False,
     resume_dir: str | Path | None = None,
+    make_agent: Callable[..., Any] | None = None,
+    agent_fingerprint: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Evaluates a grid of real-valued hyperparameters of one agent on a sweep.
 
@@ -195,14 +210,19 @@ def tune(
     rows: agent, grid, overrides, setting, seeds, num_test, num_models, method,
     max_rows and the package versions); a later call with the same arguments reuses
     them instead of recomputing, so an interrupted tune resumes per setting.
+    make_agent: a user's ``make_agent(spec, **overrides)`` to tune instead of the
+    registered ``agent_name`` (its rows are named ``agent_name``); its
+    ``agent_fingerprint`` (``experiments.agent_files.AgentFile.fingerprint``, the
+    file's SHA-256) joins the stored settings' hash, so an edited file recomputes.
 
     Returns (rows, summary): rows, one per (point, setting, seed, tau) with the
     point's values as columns and kl; summary, one per point with dkl_1, dkl_10,
     dkl_agg = dkl_1 + dkl_10 / 10 (means over settings and seeds), its standard
     error over (setting, seed) pairs and ``best`` (True for the lowest dkl_agg).
     """
-    grid = check_grid(agent_name, grid, overrides)
-    check_inputs_fit(agent_name, "the testbed", one_hot=False)
+    grid = check_grid(agent_name, grid, overrides, make_agent)
+    if make_agent is None:
+        check_inputs_fit(agent_name, "the testbed", one_hot=False)
     sweep = get_sweep(sweep) if isinstance(sweep, str) else sweep
     num_seeds = sweep.num_seeds if seeds is None else check_int("seeds", seeds, 1)
     num_test = check_int("num_test", num_test, 1)
@@ -218,6 +238,9 @@ def tune(
             identity = dict(agent=agent_name, grid=grid, overrides=dict(overrides or {}),
                             setting=dataclasses.asdict(setting), seeds=num_seeds, num_test=num_test,
                             num_models=num_models, method=method, max_rows=max_rows, versions=versions)  # fmt: skip
+            if agent_fingerprint is not None:
+                # Only when given: registered agents' stored settings keep their names.
+                identity["agent_fingerprint"] = agent_fingerprint
             key = sha256_hex(json.dumps(identity, sort_keys=True, default=str).encode())[:24]
             stored = Path(resume_dir) / f"setting-{key}.csv"
             finished = _stored_setting(stored)
@@ -227,7 +250,7 @@ def tune(
         setting_rows = []
         prior = make_prior(setting.prior, setting.input_dim, setting.temperature)
         spec = ProblemSpec(prior.input_dim, prior.num_classes, prior.temperature, setting.num_train)
-        agent = make(agent_name, spec, **dict(overrides or {}))
+        agent = _build(agent_name, make_agent, spec, dict(overrides or {}))
         hyper = hyperparameters_of(agent)
         if hyper is None:
             raise ValueError(f"agent {agent_name!r} has no real-valued hyperparameters to tune")

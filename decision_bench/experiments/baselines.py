@@ -63,12 +63,15 @@ class Baselines:
     def agents(self) -> tuple[str, ...]:
         return tuple(self.meta["agents"])
 
-    def cells(self, agent: str, agent_file_sha256: str | None = None) -> tuple[Cell, ...]:
+    def cells(
+        self, agent: str, agent_file_sha256: str | None = None, agent_config: Mapping[str, Any] | None = None
+    ) -> tuple[Cell, ...]:
         """The testbed cells of ``agent`` on the stored problems, in stored order: for a
         baseline agent, the cells its rows came from; for a user's agent (with its
-        file's digest), the same problems under its own name."""
+        file's digest, and its --set values as agent_config), the same problems under
+        its own name."""
         return tuple(
-            Cell("testbed", agent, (), problem, seeds, agent_file_sha256=agent_file_sha256)
+            Cell("testbed", agent, dict(agent_config or {}), problem, seeds, agent_file_sha256=agent_file_sha256)
             for problem, seeds in self.problems
         )
 

@@ -18,17 +18,17 @@ timings); the analysis adds DIR/correlations.csv, the figures and DIR/report.md.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
+import functools
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Mapping
 
 import pandas as pd
 
-from decision_bench._src.files import atomic_write_text, sha256_hex, write_results_csv
+from decision_bench._src.files import atomic_write_text, write_results_csv
 from decision_bench._src.rundir import claim_run_dir
-from decision_bench._src.validation import check_choice, reporting_user_errors, user_code_error
+from decision_bench._src.validation import check_choice
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_names
 from decision_bench.agents.registry import check_inputs_fit
@@ -40,32 +40,12 @@ from decision_bench.evaluation.sweeps import (
     TestbedSetting,
     hidden_sizes_label,
 )
+from decision_bench.experiments.agent_files import AgentFile, current_make_agent, file_fingerprint, read_agent_files
+from decision_bench.experiments.agent_files import load_agent_file  # noqa: F401 - its home before agent_files.py
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.executors import run_cells
-from decision_bench.experiments.presets import Preset, get_preset, testbed_sweep
+from decision_bench.experiments.presets import PRESET_NAMES, Preset, _items, get_preset, testbed_sweep
 from decision_bench.experiments.store import ResultsStore
-
-
-def load_agent_file(path: str | Path) -> tuple[str, Callable]:
-    """A user's agent from one Python file: ``make_agent(spec) -> Agent`` and optional NAME.
-
-    Returns (name, make_agent). The name defaults to the file's stem.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"agent_file {str(path)!r} does not exist")
-    module_spec = importlib.util.spec_from_file_location(f"decision_bench_user_{path.stem}", path)
-    module = importlib.util.module_from_spec(module_spec)
-    try:
-        module_spec.loader.exec_module(module)
-    except Exception as error:  # noqa: BLE001 - the user's code: any error, one line naming file and line
-        raise ValueError(user_code_error(path, error, "importing it")) from None
-    make_agent = getattr(module, "make_agent", None)
-    if not callable(make_agent):
-        raise ValueError(
-            f"agent_file {str(path)!r} must define make_agent(spec) -> decision_bench.agents.Agent"
-        )
-    return str(getattr(module, "NAME", path.stem)), reporting_user_errors(path, make_agent, "in make_agent")
 
 
 def _family(setting: TestbedSetting) -> dict[str, Any]:
@@ -159,18 +139,12 @@ class CellRunner:
 
     def _custom(self, cell: Cell):
         """The user's make_agent for a cell of an agent file, None for a registered
-        agent. The file must still be the one the cell was planned with: rows of
-        an edited file stored under the old file's cell would be stale."""
+        agent (``agent_files.current_make_agent``: the file must still be the one
+        the cell was planned with)."""
         paths = dict(self.custom_agents)
         if cell.agent not in paths:
             return None
-        path = Path(paths[cell.agent])
-        if sha256_hex(path.read_bytes()) != cell.agent_file_sha256:
-            raise ValueError(
-                f"agent_file {str(path)!r} changed while the run was going on; run the command "
-                "again (its finished cells are kept) to compute the new version"
-            )
-        return load_agent_file(path)[1]
+        return current_make_agent(paths[cell.agent], cell.agent_file_sha256)
 
     def __call__(self, cell) -> pd.DataFrame:
         if cell.kind == "testbed":
@@ -214,20 +188,21 @@ class CellRunner:
         if "hidden_sizes" in problem:
             problem["hidden_sizes"] = tuple(problem["hidden_sizes"])
         custom = self._custom(cell)
-        agent: Any = custom if custom is not None else cell.agent
+        # A user's agent takes its options (--set) as make_agent's keywords.
+        agent: Any = cell.agent if custom is None else functools.partial(custom, **dict(cell.agent_config))
         return run_bandit(
             agent,
             env_id,
             num_steps,
             list(cell.seeds),
             env_kwargs=problem,
-            agent_kwargs=dict(cell.agent_config) or None,
+            agent_kwargs=(dict(cell.agent_config) or None) if custom is None else None,
             out_dir=str(Path(self.out_dir) / "bandit_runs" / cell.id),
             resume=True,
             progress=self.progress,
             # A user's agent is a function run_bandit cannot see into: its file's hash
             # marks which version of it a checkpoint holds.
-            agent_fingerprint=None if custom is None else f"file:{cell.agent_file_sha256}",
+            agent_fingerprint=None if custom is None else file_fingerprint(cell.agent_file_sha256, dict(cell.agent_config)),
         )
 
 
@@ -239,26 +214,53 @@ def check_agents(agents: tuple[str, ...]) -> None:
         check_inputs_fit(agent, "the testbed and NeuralBandit-v0", one_hot=False)
 
 
+Settings = Mapping[str, Mapping[str, Any]]  # {agent: {hyperparameter: value}}, as --set gives them
+
+
+def with_settings(preset: Preset, settings: Settings | None) -> Preset:
+    """``preset`` with ``settings`` applied over its testbed and bandit overrides (a
+    setting wins over the preset's value of the same hyperparameter)."""
+    if not settings:
+        return preset
+
+    def merged(table: tuple) -> tuple:
+        mapping = {agent: dict(items) for agent, items in table}
+        for agent, values in settings.items():
+            mapping.setdefault(agent, {}).update(values)
+        return _items(mapping)
+
+    return dataclasses.replace(
+        preset, testbed_overrides=merged(preset.testbed_overrides), bandit_overrides=merged(preset.bandit_overrides)
+    )
+
+
 def _plan(
-    preset: str | Preset, agents: tuple[str, ...] | None, agent_files: tuple[str, ...]
-) -> tuple[Preset, tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """(preset, registered agents, ((name, resolved agent file), ...)), validated;
-    ValueError naming what is wrong."""
+    preset: str | Preset,
+    agents: tuple[str, ...] | None,
+    agent_files: tuple[str, ...],
+    settings: Settings | None = None,
+) -> tuple[Preset, tuple[str, ...], tuple[AgentFile, ...]]:
+    """(preset with ``settings`` applied, registered agents, loaded agent files),
+    validated; ValueError naming what is wrong."""
     preset = get_preset(preset) if isinstance(preset, str) else preset
     chosen = preset.agents if agents is None else tuple(agents)
     if not chosen:
         raise ValueError("agents must name at least one agent (None: the preset's), got an empty list")
     check_agents(chosen)
-    custom = tuple((load_agent_file(p)[0], str(Path(p).resolve())) for p in agent_files)
-    clash = sorted(set(chosen) & {n for n, _ in custom})
-    if clash:
-        raise ValueError(f"agent_file NAME(s) {clash} clash with registered agents; rename them")
-    all_agents = chosen + tuple(n for n, _ in custom)
+    custom = read_agent_files(agent_files, registered=chosen)
+    all_agents = chosen + tuple(f.name for f in custom)
     repeated = sorted({n for n in all_agents if all_agents.count(n) > 1})
     if repeated:
         # Two cells of one id would be computed and their rows written twice.
         raise ValueError(f"agents and agent files name {repeated} twice; give each agent once")
-    return preset, chosen, custom
+    strangers = sorted(set(settings or {}) - set(all_agents))
+    if strangers:
+        raise ValueError(f"settings name {strangers}, which this run does not run; its agents are {list(all_agents)}")
+    return with_settings(preset, settings), chosen, custom
+
+
+def _custom_pairs(custom: tuple[AgentFile, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((f.name, f.path) for f in custom)
 
 
 def _legacy_difference(out: Path, preset: Preset, all_agents: tuple[str, ...], files: list[str]) -> str | None:
@@ -277,24 +279,51 @@ def _legacy_difference(out: Path, preset: Preset, all_agents: tuple[str, ...], f
     return "; ".join(f"{k}: saved {saved[k]!r}, now {now[k]!r}" for k in differ) or None
 
 
+def preset_arguments(
+    preset: str | Preset,
+    agents: tuple[str, ...] | None = None,
+    agent_files: tuple[str, ...] = (),
+    settings: Settings | None = None,
+) -> dict:
+    """The result-defining arguments of a preset run, as its manifest records them:
+    the preset's name, the agents and the agent files; and, when the experiment
+    run (the preset with ``settings`` applied and the agents chosen) is not the
+    built-in preset of that name with those agents (an experiment file, --set, a
+    Preset object), the experiment's whole content, so that two different
+    experiments are never taken for one run. The same experiment however it is
+    given (``--preset demo --set ...``, or the file ``--print-config`` printed
+    for it) records the same arguments: the same run, resumable in one folder."""
+    base = get_preset(preset) if isinstance(preset, str) else preset
+    planned, chosen, custom = _plan(base, agents, agent_files, settings)
+    arguments: dict[str, Any] = {
+        "--preset": base.name, "--agents": list(chosen), "--agent-file": [f.path for f in custom],
+    }
+    experiment = dataclasses.replace(planned, agents=chosen)
+    if base.name not in PRESET_NAMES or dataclasses.replace(get_preset(base.name), agents=chosen) != experiment:
+        arguments["experiment"] = dataclasses.asdict(experiment)
+    return arguments
+
+
 def claim_preset_dir(
     preset: str | Preset,
     out: str | Path,
     agents: tuple[str, ...] | None = None,
     agent_files: tuple[str, ...] = (),
     flag: str = "out",
+    settings: Settings | None = None,
 ):
     """The run-directory claim of a preset run (``_src/rundir.claim_run_dir``: lock,
     manifest, orphaned temporaries), as a context manager yielding the folder. Its
-    result-defining arguments: the preset, the agents and the agent files (not the
-    executor, workers, progress or the analysis' resamples, which `analyze` may redo)."""
-    preset, chosen, custom = _plan(preset, agents, agent_files)
-    files = [p for _, p in custom]
-    arguments = {"--preset": preset.name, "--agents": list(chosen), "--agent-file": files}
-    all_agents = chosen + tuple(n for n, _ in custom)
+    result-defining arguments (``preset_arguments``): the preset, the agents, the
+    agent files and the settings (not the executor, workers, progress or the
+    analysis' resamples, which `analyze` may redo)."""
+    planned, chosen, custom = _plan(preset, agents, agent_files, settings)
+    arguments = preset_arguments(preset, agents, agent_files, settings)
+    files = [f.path for f in custom]
+    all_agents = chosen + tuple(f.name for f in custom)
     return claim_run_dir(
         out, "reproduce", arguments, flag=flag,
-        legacy_check=lambda folder: _legacy_difference(folder, preset, all_agents, files),
+        legacy_check=lambda folder: _legacy_difference(folder, planned, all_agents, files),
     )
 
 
@@ -307,20 +336,24 @@ def run_preset(
     address: str | None = None,
     progress: bool = True,
     workers: int = 1,
+    settings: Settings | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs (or resumes) a preset's cells; writes OUT/testbed.csv, OUT/bandit.csv and
     OUT/run.json and returns (testbed rows, bandit rows).
 
     agents: registered names to run instead of the preset's (None); agent_files: user
-    agent files (see ``load_agent_file``), run next to them; workers: local worker
+    agent files (see ``agent_files.read_agent_file``), run next to them; settings:
+    {agent: {hyperparameter: value}} over the preset's overrides (``with_settings``;
+    an agent file's options are its make_agent keywords); workers: local worker
     processes (``experiments.run_cells``; the rows do not depend on it). OUT is
     claimed for the run (``claim_preset_dir``): a folder of another run, or one in
     use by another process, is refused with one line.
     """
-    preset, chosen, custom = _plan(preset, agents, agent_files)
-    all_agents = chosen + tuple(n for n, _ in custom)
-    with claim_preset_dir(preset, out, chosen, agent_files) as out:
-        cells = build_cells(preset, all_agents, {n: sha256_hex(Path(p).read_bytes()) for n, p in custom})
+    planned, chosen, custom = _plan(preset, agents, agent_files, settings)
+    all_agents = chosen + tuple(f.name for f in custom)
+    with claim_preset_dir(preset, out, agents, agent_files, settings=settings) as out:
+        preset = planned
+        cells = build_cells(preset, all_agents, {f.name: f.sha256 for f in custom})
         store = ResultsStore(out / "cells")
         start = time.perf_counter()
         # Computes (or finds stored) every cell; the tables are read back per kind below.
@@ -328,7 +361,7 @@ def run_preset(
             cells,
             # With several workers, their bandit step bars would interleave: the cell bar
             # alone shows progress.
-            CellRunner(str(out), custom, progress and workers == 1),
+            CellRunner(str(out), _custom_pairs(custom), progress and workers == 1),
             store,
             executor=executor,
             address=address,
@@ -342,7 +375,7 @@ def run_preset(
         run_info = {
             "preset": dataclasses.asdict(preset),
             "agents": list(all_agents),
-            "agent_files": [p for _, p in custom],
+            "agent_files": [f.path for f in custom],
             "versions": environment_info(),
             "workers": workers,
             "seconds_this_session": round(time.perf_counter() - start, 1),

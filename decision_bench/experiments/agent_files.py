@@ -1,0 +1,133 @@
+"""Users' agent files (``--agent-file``): loading, fingerprinting and their settable options.
+
+One Python file defines ``make_agent(spec, **options) -> decision_bench.agents.Agent``
+and, optionally, ``NAME`` (default: the file's stem). Every command that runs agents
+(``reproduce``, ``testbed``, ``bandit``, ``tune``) loads files with
+:func:`read_agent_files` and identifies their results by :attr:`AgentFile.sha256`,
+the SHA-256 of the file's bytes: an edited file names new cells, new bandit
+checkpoints and new tune settings rather than reusing the old file's results.
+
+The keyword parameters of ``make_agent`` after ``spec`` that have defaults are the
+agent's options: what ``--set NAME.OPTION=VALUE`` may change (``AgentFile.options``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import inspect
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from decision_bench._src.files import sha256_hex
+from decision_bench._src.validation import reporting_user_errors, user_code_error
+
+
+def _import(path: Path) -> Any:
+    module_spec = importlib.util.spec_from_file_location(f"decision_bench_user_{path.stem}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as error:  # noqa: BLE001 - the user's code: any error, one line naming file and line
+        raise ValueError(user_code_error(path, error, "importing it")) from None
+    return module
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentFile:
+    """One loaded agent file.
+
+    name: the agent's name (the file's NAME, else its stem); path: the file, resolved;
+    sha256: hex SHA-256 of its bytes (what identifies its results); options: the
+    keyword parameters of make_agent with their defaults, ((name, default), ...);
+    make_agent: the file's function, its errors turned into one-line ValueErrors
+    naming the file and line.
+    """
+
+    name: str
+    path: str
+    sha256: str
+    options: tuple = ()
+    make_agent: Callable = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """The agent's fingerprint in bandit checkpoints and tune settings."""
+        return file_fingerprint(self.sha256)
+
+    def factory(self, settings: dict | None = None) -> Callable:
+        """make_agent(spec) with ``settings`` (--set options) bound as keywords."""
+        return functools.partial(self.make_agent, **settings) if settings else self.make_agent
+
+
+def file_fingerprint(sha256: str, settings: dict | None = None) -> str:
+    """"file:<sha256>": what identifies an agent file's agent in bandit checkpoints and
+    tune settings; its --set options, when any, are appended ("...;num_members=4")."""
+    options = "".join(f";{k}={v!r}" for k, v in sorted((settings or {}).items()))
+    return f"file:{sha256}{options}"
+
+
+def read_agent_file(path: str | Path) -> AgentFile:
+    """Loads one agent file; ValueError (one line) for a missing file, an error while
+    importing it, or no callable make_agent."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"agent_file {str(path)!r} does not exist")
+    digest = sha256_hex(path.read_bytes())
+    module = _import(path)
+    make_agent = getattr(module, "make_agent", None)
+    if not callable(make_agent):
+        raise ValueError(
+            f"agent_file {str(path)!r} must define make_agent(spec) -> decision_bench.agents.Agent"
+        )
+    try:
+        parameters = list(inspect.signature(make_agent).parameters.values())[1:]
+    except (TypeError, ValueError):
+        parameters = []
+    options = tuple(
+        (p.name, p.default)
+        for p in parameters
+        if p.default is not inspect.Parameter.empty
+        and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    )
+    return AgentFile(
+        name=str(getattr(module, "NAME", path.stem)),
+        path=str(path.resolve()),
+        sha256=digest,
+        options=options,
+        make_agent=reporting_user_errors(path, make_agent, "in make_agent"),
+    )
+
+
+def load_agent_file(path: str | Path) -> tuple[str, Callable]:
+    """(name, make_agent) of a user's agent file (see :func:`read_agent_file`)."""
+    loaded = read_agent_file(path)
+    return loaded.name, loaded.make_agent
+
+
+def read_agent_files(paths: Iterable[str | Path], registered: Sequence[str] = ()) -> tuple[AgentFile, ...]:
+    """Loads every file, in order; ValueError when a file's agent takes the name of a
+    registered agent (``registered``) or of another file's agent."""
+    files = tuple(read_agent_file(p) for p in paths)
+    clash = sorted(set(registered) & {f.name for f in files})
+    if clash:
+        raise ValueError(f"agent_file NAME(s) {clash} clash with registered agents; rename them")
+    names = [f.name for f in files]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"agent files name {repeated} twice; give each agent once")
+    return files
+
+
+def current_make_agent(path: str | Path, sha256: str) -> Callable:
+    """The make_agent of the file at ``path``, which must still hash to ``sha256``
+    (the digest its cells were planned with): rows of an edited file stored under
+    the old file's cells would be stale."""
+    path = Path(path)
+    if sha256_hex(path.read_bytes()) != sha256:
+        raise ValueError(
+            f"agent_file {str(path)!r} changed while the run was going on; run the command "
+            "again (its finished cells are kept) to compute the new version"
+        )
+    return read_agent_file(path).make_agent
