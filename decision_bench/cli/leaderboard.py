@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import functools
 import io
-from pathlib import Path
 
 import pandas as pd
 
