@@ -54,6 +54,7 @@ from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from decision_bench._src.validation import check_int, check_nonnegative
 from decision_bench.envs.classification import arm_features
@@ -301,3 +302,88 @@ SHOWDOWN_BANDITS = {
 def real_valued_rewards(env) -> bool:
     """Whether a functional core's rewards are real-valued (not 0/1)."""
     return bool(getattr(env, "real_valued_rewards", False))
+
+
+class TableState(NamedTuple):
+    actions: jax.Array  # [A, (d + 1) A] arm features of the shown row (the observation)
+    row: jax.Array  # [] i32 the shown row
+    t: jax.Array  # [] i32 steps taken since reset
+
+
+class TableParams(NamedTuple):
+    contexts: jax.Array  # [n, d] f32
+    rewards: jax.Array  # [n, A] f32 the reward each action earns at each row
+    expected_rewards: jax.Array  # [n, A] f32 their expectations (regret is measured on these)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TableBandit(_GaussianContextBandit):
+    """A bandit replaying a table of contexts and per-action rewards: the Showdown's
+    real data sets (``decision_bench.data.load_showdown``) or any table of the same form.
+
+    data: an object with ``name``, ``contexts`` [n, d], ``rewards`` [n, A] and
+    ``expected_rewards`` [n, A] (a ``ShowdownData``). Every step shows a row drawn
+    uniformly with the step key (with replacement, as ``ClassificationBandit``;
+    the Showdown plays its shuffled rows once each); the chosen action earns that
+    row's reward, and regret is measured on the expected rewards. Compared by
+    identity (``eq=False``): the arrays are not hashable, and the compiled loop
+    takes the core as a static argument. Not a Gymnasium id (it needs the data):
+    pass it to ``run_bandit`` or ``ThompsonPolicy`` as a functional core.
+    """
+
+    data: object = None
+
+    def __post_init__(self):
+        try:
+            contexts = np.asarray(self.data.contexts, np.float32)
+            rewards = np.asarray(self.data.rewards, np.float32)
+            expected = np.asarray(self.data.expected_rewards, np.float32)
+        except AttributeError:
+            raise ValueError(
+                "data must have contexts [n, d], rewards [n, A] and expected_rewards [n, A] "
+                f"(e.g. decision_bench.data.load_showdown(...)), got {type(self.data).__name__}"
+            ) from None
+        if contexts.ndim != 2 or rewards.ndim != 2 or rewards.shape != expected.shape or len(contexts) != len(rewards):
+            raise ValueError(
+                f"data must have contexts [n, d] and rewards, expected_rewards [n, A] of one n; got shapes "
+                f"{contexts.shape}, {rewards.shape}, {expected.shape}"
+            )
+        if not (np.isfinite(contexts).all() and np.isfinite(rewards).all() and np.isfinite(expected).all()):
+            raise ValueError("data must hold finite numbers only (no NaN or inf)")
+        object.__setattr__(self, "_tables", (contexts, rewards, expected))
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.data, "name", "table"))
+
+    @property
+    def context_dim(self) -> int:
+        return int(self._tables[0].shape[1])
+
+    @property
+    def num_actions(self) -> int:
+        return int(self._tables[1].shape[1])
+
+    def sample_params(self, key: jax.Array) -> TableParams:
+        """The tables as arrays. The key is unused: every seed plays the same data."""
+        del key
+        return TableParams(*(jnp.asarray(t) for t in self._tables))
+
+    def _show(self, key: jax.Array, params: TableParams, t: jax.Array) -> TableState:
+        row = jax.random.randint(key, (), 0, params.contexts.shape[0])
+        return TableState(actions=arm_features(params.contexts[row], self.num_actions), row=row, t=t)
+
+    def reset(self, key: jax.Array, params: TableParams) -> tuple[jax.Array, TableState]:
+        """The first row: (obs [A, (d + 1) A], state)."""
+        state = self._show(key, params, jnp.zeros((), jnp.int32))
+        return state.actions, state
+
+    def step(
+        self, key: jax.Array, state: TableState, action: jax.Array, params: TableParams
+    ) -> tuple[jax.Array, TableState, jax.Array, dict[str, jax.Array]]:
+        """Plays ``action`` on the shown row (its table reward; regret from the expected
+        rewards), then shows a fresh row. The key only draws that row."""
+        info = gaussian_step_info(params.expected_rewards[state.row], action)
+        reward = params.rewards[state.row, action]
+        next_state = self._show(key, params, state.t + 1)
+        return next_state.actions, next_state, reward, info

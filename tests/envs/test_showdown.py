@@ -12,6 +12,7 @@ import pytest
 from decision_bench.envs import (
     LinearBandit,
     SparseLinearBandit,
+    TableBandit,
     WheelBandit,
     make_bandit,
     real_valued_rewards,
@@ -200,3 +201,44 @@ def test_bad_settings_are_one_line_errors_naming_the_parameter(cls, kwargs, para
 def test_the_wheel_has_no_num_actions_setting():
     with pytest.raises(ValueError, match="unknown keyword argument.*num_actions.*WheelBandit-v0"):
         make_bandit("WheelBandit-v0", num_actions=3)
+
+
+# ----------------------------------------------------------------------------
+# A table of contexts and rewards (the Showdown's real data sets)
+
+
+class _Table:
+    name = "toy"
+    contexts = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]], np.float32)
+    rewards = np.array([[0.0, 5.0], [0.0, -35.0], [1.0, 2.0]], np.float32)
+    expected_rewards = np.array([[0.0, 5.0], [0.0, -15.0], [1.0, 2.0]], np.float32)
+
+
+def test_table_bandit_pays_the_shown_rows_reward_and_regret_on_expectations():
+    core = TableBandit(_Table())
+    assert (core.context_dim, core.num_actions, core.input_dim, core.name) == (2, 2, 6, "toy")
+    params = core.sample_params(jax.random.key(0))
+
+    def play(k):
+        k_reset, k_step = jax.random.split(k)
+        _, state = core.reset(k_reset, params)
+        _, _, reward, info = core.step(k_step, state, jnp.int32(1), params)
+        return state.row, state.actions, reward, info
+
+    rows, obs, reward, info = jax.jit(jax.vmap(play))(jax.random.split(jax.random.key(1), 3000))
+    rows = np.asarray(rows)
+    np.testing.assert_array_equal(np.asarray(reward), _Table.rewards[rows, 1])
+    best = _Table.expected_rewards[rows].max(axis=1)
+    np.testing.assert_array_equal(np.asarray(info["regret"]), best - _Table.expected_rewards[rows, 1])
+    np.testing.assert_array_equal(np.asarray(obs)[:, 1, 3:5], _Table.contexts[rows])  # action 1's block
+    for r in range(3):  # rows drawn uniformly
+        assert abs((rows == r).mean() - 1 / 3) <= 5 * np.sqrt(2 / 9 / 3000)
+
+
+def test_table_bandit_refuses_a_table_of_the_wrong_form():
+    with pytest.raises(ValueError, match="data must have contexts"):
+        TableBandit(np.zeros((3, 2)))
+    bad = _Table()
+    bad.rewards = np.zeros((2, 2), np.float32)
+    with pytest.raises(ValueError, match="of one n"):
+        TableBandit(bad)
