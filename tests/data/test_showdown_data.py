@@ -1,6 +1,9 @@
 """load_showdown on small files the tests write, in each data set's own format
 (no downloads): the Showdown's preprocessing, checked fact by fact."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -139,3 +142,30 @@ def test_bad_arguments_are_one_line_errors(tmp_path, kwargs, message):
 
 def test_every_dataset_of_the_paper_is_named():
     assert set(SHOWDOWN_DATASETS) == {"mushroom", "statlog", "covertype", "financial", "jester", "adult", "census"}
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "showdown.md"
+
+
+def _docs_snippets():
+    return re.findall(r"```python\n(.*?)```", DOCS.read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_docs_gymnasium_snippet_runs(capsys):
+    snippet = next(s for s in _docs_snippets() if "gym.make(" in s)
+    exec(compile(snippet, str(DOCS), "exec"), {})
+    reward, regret = capsys.readouterr().out.split()
+    assert abs(float(reward) - 1.2) < 0.1 and float(regret) in (0.0, pytest.approx(48.8, abs=1e-4))
+
+
+@pytest.mark.slow
+def test_every_docs_snippet_runs_on_small_files_in_each_format(tmp_path, monkeypatch):
+    """The recipe as written, in a folder holding tiny copies of the files it names."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "agaricus-lepiota.data").write_text("\n".join(MUSHROOM_ROWS) + "\n", encoding="utf-8")
+    shuttle = [f"{i} {(3 * i) % 11} {i % 5} {1 + i % 7}" for i in range(70)]
+    (tmp_path / "shuttle.trn").write_text("\n".join(shuttle) + "\n", encoding="utf-8")
+    snippets = _docs_snippets()
+    assert len(snippets) == 3
+    for snippet in snippets:
+        exec(compile(snippet, str(DOCS), "exec"), {})
