@@ -282,8 +282,10 @@ def _showdown_columns(df: pd.DataFrame, env: object) -> pd.DataFrame:
     import dataclasses
 
     position = df.columns.get_loc("env") + 1
-    for offset, field in enumerate(dataclasses.fields(env)):
-        df.insert(position + offset, field.name, getattr(env, field.name))
+    # num_actions is a column of every bandit.csv already; the other settings are new.
+    new = [field.name for field in dataclasses.fields(env) if field.name not in df.columns]
+    for offset, name in enumerate(new):
+        df.insert(position + offset, name, getattr(env, name))
     return df
 
 

@@ -40,6 +40,17 @@ def test_bad_agent_or_setting_is_one_line_before_any_work(tmp_path, capsys, extr
     assert not out.exists()
 
 
+def test_sparse_linear_rows_record_context_dim_and_sparse_dim(tmp_path):
+    out = tmp_path / "sparse"
+    command = ["bandit", "--env", "SparseLinearBandit-v0", "--context-dim", "4", "--num-actions", "3",
+               "--sparse-dim", "2", "--agents", "linear_gaussian", "--steps", "10", "--seeds", "1",
+               "--replay-capacity", "16", "--no-progress", "--out", str(out)]
+    assert cli.main(command) == 0
+    rows = pd.read_csv(out / "bandit.csv")
+    assert (rows.context_dim == 4).all() and (rows.sparse_dim == 2).all() and (rows.num_actions == 3).all()
+    assert (rows.input_dim == (4 + 1) * 3).all()
+
+
 def test_sparse_dim_above_the_context_dim_is_refused(tmp_path, capsys):
     command = ["bandit", "--env", "SparseLinearBandit-v0", "--context-dim", "4", "--sparse-dim", "5",
                "--agents", "linear_gaussian", "--out", str(tmp_path / "o")]
