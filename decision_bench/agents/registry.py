@@ -35,6 +35,7 @@ from decision_bench.agents.epinet import EpinetConfig, make_epinet
 from decision_bench.agents.hmc import HMCConfig, make_hmc
 from decision_bench.agents.hypermodel import HypermodelConfig, make_hypermodel
 from decision_bench.agents.knn import KNNConfig, make_knn
+from decision_bench.agents.linear_gaussian import LinearGaussianConfig, make_linear_gaussian
 from decision_bench.agents.mlp import MLPConfig, make_mlp
 from decision_bench.agents.random_forest import RandomForestConfig, make_random_forest
 from decision_bench.agents.sgmcmc import SGMCMCConfig, SGMCMCQuickConfig, make_sgmcmc
@@ -58,6 +59,8 @@ _AGENTS = {
     "hmc": (HMCConfig, make_hmc),
     # exact conjugate posterior for one-hot (bag-of-coins) inputs only
     "beta_bernoulli": (BetaBernoulliConfig, make_beta_bernoulli),
+    # exact Normal-Inverse-Gamma linear regression, for real-valued (Gaussian) rewards only
+    "linear_gaussian": (LinearGaussianConfig, make_linear_gaussian),
     # paper 000 App. C.8-C.9 baselines: no index (knn, random_forest) and a GP head
     "knn": (KNNConfig, make_knn),
     # grown by scikit-learn (the `data` extra) through jax.pure_callback
@@ -71,12 +74,29 @@ _AGENTS = {
 ONE_HOT_AGENTS = ("beta_bernoulli",)
 
 
-def check_inputs_fit(name: str, problem: str, one_hot: bool) -> None:
-    """Raises ValueError if agent ``name`` cannot model the inputs of ``problem``."""
+# Registered agents that model real-valued rewards (their sample_logits are scores
+# (0, sampled mean reward), not class logits), and the problems that have such rewards.
+REAL_REWARD_AGENTS = ("linear_gaussian",)
+REAL_REWARD_PROBLEMS = "WheelBandit-v0, LinearBandit-v0 and SparseLinearBandit-v0"
+
+
+def check_inputs_fit(name: str, problem: str, one_hot: bool, real_rewards: bool = False) -> None:
+    """Raises ValueError if agent ``name`` cannot model the inputs or the rewards of
+    ``problem`` (one_hot: one-hot arm features; real_rewards: Gaussian rewards, not 0/1)."""
     if name in ONE_HOT_AGENTS and not one_hot:
         raise ValueError(
             f"agent {name!r} is the exact posterior for one-hot arm features and runs only on "
             f"BernoulliBandit-v0; {problem} has continuous features (use e.g. mlp or ensemble+)"
+        )
+    if name in REAL_REWARD_AGENTS and not real_rewards:
+        raise ValueError(
+            f"agent {name!r} models real-valued (Gaussian) rewards and runs only on "
+            f"{REAL_REWARD_PROBLEMS}; {problem} has 0/1 labels (use e.g. mlp or ensemble+)"
+        )
+    if real_rewards and name not in REAL_REWARD_AGENTS:
+        raise ValueError(
+            f"agent {name!r} predicts 0/1 rewards (class logits) and cannot learn the real-valued "
+            f"Gaussian rewards of {problem}; use {', '.join(REAL_REWARD_AGENTS)}, or policy 'uniform'"
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 
 from decision_bench._src.validation import check_int
 from decision_bench.bandit.loop import act_step, init_learner, learn_step, make_loop
@@ -88,9 +89,15 @@ class ThompsonPolicy:
         action = check_int("action", action, 0)
         if action >= obs.shape[0]:
             raise ValueError(f"action must be in [0, {obs.shape[0]}), got {action}")
-        if reward not in (0, 1):
-            raise ValueError(f"reward must be 0 or 1, got {reward!r}")
-        learner, finite = learn_step(self.loop, self.learner, obs[action], jnp.asarray(int(reward), jnp.int32))
+        if self.loop.reward_dtype == jnp.float32:  # a Gaussian-reward bandit
+            if not isinstance(reward, (int, float, np.integer, np.floating)) or not np.isfinite(reward):
+                raise ValueError(f"reward must be a finite number, got {reward!r}")
+            y = jnp.asarray(reward, jnp.float32)
+        else:
+            if reward not in (0, 1):
+                raise ValueError(f"reward must be 0 or 1, got {reward!r}")
+            y = jnp.asarray(int(reward), jnp.int32)
+        learner, finite = learn_step(self.loop, self.learner, obs[action], y)
         if self.failed_at or not bool(finite):
             # As in the compiled path: the agent stays at its last finite state.
             self.failed_at = self.failed_at or int(learner.t)

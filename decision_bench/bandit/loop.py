@@ -29,6 +29,7 @@ from decision_bench._src.validation import check_choice, check_int, check_positi
 from decision_bench.agents.base import Agent, Batch, params_are_finite
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.envs.bandits import BanditParams, BanditState, BernoulliBandit, make_bandit
+from decision_bench.envs.showdown import real_valued_rewards
 from decision_bench.specs import ProblemSpec
 
 POLICIES = ("thompson", "greedy", "uniform")
@@ -70,7 +71,7 @@ class Replay(NamedTuple):
     """Fixed-size ring buffer; position t % capacity holds observation t."""
 
     x: jax.Array  # [capacity, input_dim] f32: features of the chosen actions
-    y: jax.Array  # [capacity] i32: rewards (the labels)
+    y: jax.Array  # [capacity] i32: rewards (the labels); f32 where rewards are real-valued
 
 
 class LearnerState(NamedTuple):
@@ -139,7 +140,7 @@ class BanditLoop:
         d = self.env.input_dim
         replay = Replay(
             x=jnp.zeros((self.replay_capacity, d), jnp.float32),
-            y=jnp.zeros((self.replay_capacity,), jnp.int32),
+            y=jnp.zeros((self.replay_capacity,), self.reward_dtype),
         )
         return LearnerState(
             agent=state, replay=replay, t=jnp.zeros((), jnp.int32), key=jax.random.key_data(k_agent)
@@ -153,8 +154,20 @@ class BanditLoop:
         _, env_state = self.env.reset(k_reset, params)
         return params, env_state, jax.random.key_data(k_env)
 
+    @property
+    def reward_dtype(self) -> Any:
+        """What the replay stores as y: 0/1 labels (i32), or real rewards (f32) for
+        the Gaussian bandits, whose agents score with (0, sampled mean reward)."""
+        return jnp.float32 if real_valued_rewards(self.env) else jnp.int32
+
     def scores(self, agent_state: Any, key: jax.Array, actions: jax.Array) -> jax.Array:
         """Policy scores of the action set: actions [A, d] -> [A] (higher is better)."""
+        if self.policy == "greedy" and real_valued_rewards(self.env):
+            # Real-reward agents' logit differences are sampled mean rewards: the
+            # greedy score is their average (a sigmoid would saturate at rewards like 50).
+            keys = jax.random.split(key, self.greedy_samples)
+            draws = jax.vmap(lambda k: self.agent.sample_logits(k, agent_state, actions))(keys)
+            return (draws[..., 1] - draws[..., 0]).mean(axis=0)
         if self.policy == "thompson":
             logits = self.agent.sample_logits(key, agent_state, actions)  # [A, 2]
             # log-odds of reward 1: monotone in P(y = 1) and, unlike the
@@ -216,7 +229,7 @@ class BanditLoop:
         action = self.act(carry.learner, actions)
         k_env, k_step = jax.random.split(jax.random.wrap_key_data(carry.env_key))
         _, env_state, reward, info = self.env.step(k_step, carry.env_state, action, params)
-        learner, finite = self.learn(carry.learner, actions[action], reward.astype(jnp.int32))
+        learner, finite = self.learn(carry.learner, actions[action], reward.astype(self.reward_dtype))
         ok = carry.alive & finite
         # Freeze a failed seed's agent at its last finite state (the action of
         # this step was still taken with finite parameters, so its regret counts).
@@ -415,8 +428,11 @@ def make_loop(
     greedy_samples = check_int("greedy_samples", greedy_samples, 1)
     learning_rate = check_positive("learning_rate", learning_rate)
     env, env_id = _resolve_env(env, env_kwargs)
-    if isinstance(agent, str):
-        check_inputs_fit(agent, env_id, one_hot=isinstance(env, BernoulliBandit))
+    real_rewards = real_valued_rewards(env)
+    # Any agent may play a Gaussian-reward bandit under the uniform policy (it is never
+    # trained there): only the regret is accounted.
+    if isinstance(agent, str) and not (real_rewards and policy == "uniform"):
+        check_inputs_fit(agent, env_id, one_hot=isinstance(env, BernoulliBandit), real_rewards=real_rewards)
     built = _resolve_agent(agent, bandit_spec(env, replay_capacity), learning_rate, agent_kwargs)
     if update_mode is None:
         update_mode = built.update_mode

@@ -89,8 +89,12 @@ def run_bandit(
       where its config has one, ``learning_rate``; ``agent_kwargs`` override
       more hyperparameters) or an ``Agent`` record used as given.
     env: ``"NeuralBandit-v0"``, ``"ContextualNeuralBandit-v0"``,
-      ``"BernoulliBandit-v0"`` (``decision_bench/`` prefix optional; keyword
-      arguments in ``env_kwargs``) or a functional bandit core.
+      ``"BernoulliBandit-v0"``, ``"ClassificationBandit-v0"``, the Showdown's
+      Gaussian-reward ``"WheelBandit-v0"``, ``"LinearBandit-v0"``,
+      ``"SparseLinearBandit-v0"`` (``decision_bench/`` prefix optional; keyword
+      arguments in ``env_kwargs``) or a functional bandit core (e.g. a
+      ``TableBandit``). Gaussian-reward bandits take only agents of real-valued
+      rewards (``linear_gaussian``) or the uniform policy (docs/showdown.md).
     num_steps: steps per seed. seeds: a count n (seeds 0..n-1) or a list of
       seeds; each seed draws its own environment and agent initialisation.
     policy: "thompson", "greedy" or "uniform". steps_per_obs, batch_size,

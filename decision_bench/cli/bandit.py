@@ -18,6 +18,15 @@ arguments that differ; a folder in use by another command is refused, naming it.
 plays a classification data set as a contextual bandit (one arm per class,
 reward 1 when right): --dataset is a bundled name (iris, wine, breast_cancer,
 digits; needs scikit-learn) or a .csv / .npz file; the rows get a dataset column.
+
+    decision-bench bandit --env WheelBandit-v0 --delta 0.95 --agents linear_gaussian \\
+        --steps 2000 --seeds 5 --out DIR
+
+plays the Deep Bayesian Bandits Showdown's synthetic bandits (WheelBandit-v0 with
+--delta; LinearBandit-v0 and SparseLinearBandit-v0 with --context-dim,
+--num-actions, --sparse-dim; see docs/showdown.md). Their rewards are Gaussian:
+they are played by linear_gaussian, or by any agent with --policy uniform; the
+rows get a column per setting of the environment (delta, context_dim, ...).
 """
 
 from __future__ import annotations
@@ -56,7 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--env",
         default="NeuralBandit-v0",
-        help="NeuralBandit-v0, ContextualNeuralBandit-v0, BernoulliBandit-v0 or ClassificationBandit-v0",
+        help="NeuralBandit-v0, ContextualNeuralBandit-v0, BernoulliBandit-v0, ClassificationBandit-v0, "
+        "WheelBandit-v0, LinearBandit-v0 or SparseLinearBandit-v0",
     )
     p.add_argument(
         "--dataset",
@@ -73,6 +83,13 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--hidden-sizes",
         help="neural bandits: the reward network's hidden widths, comma-separated, e.g. 10,10 (None: 50,50)",
+    )
+    p.add_argument("--delta", type=float, help="WheelBandit-v0: the exploration parameter in [0, 1] (None: 0.95)")
+    p.add_argument(
+        "--context-dim", type=int, help="(Sparse)LinearBandit-v0: the context dimension d (None: 10)"
+    )
+    p.add_argument(
+        "--sparse-dim", type=int, help="SparseLinearBandit-v0: non-zero coordinates per arm (None: 3)"
     )
     p.add_argument("--steps", type=int, default=10_000, help="time steps per seed")
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..n-1, run together")
@@ -107,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 # Counts JAX indexes with int32 (steps and replay positions, seeds, actions, ...).
-SIZE_FLAGS = ("input_dim", "num_actions", "steps", "seeds", "steps_per_obs", "batch_size",
+SIZE_FLAGS = ("input_dim", "num_actions", "context_dim", "sparse_dim", "steps", "seeds", "steps_per_obs", "batch_size",
               "replay_capacity", "log_every", "chunk_size")
 
 
@@ -140,6 +157,9 @@ def _env_kwargs(args: argparse.Namespace) -> dict:
         "dataset": getattr(args, "dataset", None),
         "activation": getattr(args, "activation", None),
         "hidden_sizes": _hidden_sizes(getattr(args, "hidden_sizes", None)),
+        "delta": getattr(args, "delta", None),
+        "context_dim": getattr(args, "context_dim", None),
+        "sparse_dim": getattr(args, "sparse_dim", None),
     }
     return {k: v for k, v in given.items() if v is not None}
 
@@ -157,7 +177,8 @@ def _family_columns(df: pd.DataFrame, env_kwargs: dict) -> pd.DataFrame:
 # Arguments that cannot change a row (--chunk-size, --no-progress, --resume,
 # --restart) are left out of the run's manifest.
 _RESULT_FLAGS = (
-    "env", "dataset", "input_dim", "num_actions", "temperature", "activation", "hidden_sizes", "steps",
+    "env", "dataset", "input_dim", "num_actions", "temperature", "activation", "hidden_sizes",
+    "delta", "context_dim", "sparse_dim", "steps",
     "seeds", "policy", "steps_per_obs", "batch_size", "replay_capacity", "learning_rate", "regularization",
     "log_every",
 )
@@ -284,6 +305,7 @@ def run_command(args: argparse.Namespace) -> int:
                 # Which hyperparameters each agent ran with ("" for the defaults).
                 df.insert(df.columns.get_loc("agent") + 1, "agent_config",
                           df["agent"].map(lambda a: settings_label(settings.get(a, {}))))
+            df = _showdown_columns(df, loop.env)
             write_csv(df, out / CSV_NAME)
             plot_regret(df, out / FIGURE_NAME)
     except ValueError as error:
@@ -293,6 +315,23 @@ def run_command(args: argparse.Namespace) -> int:
     print(summary.to_string(float_format=lambda v: f"{v:.1f}"))
     print(f"wrote {out / CSV_NAME} and {out / FIGURE_NAME}")
     return 0
+
+
+def _showdown_columns(df: pd.DataFrame, env: object) -> pd.DataFrame:
+    """A Showdown bandit's rows get its settings (delta; context_dim, sparse_dim, noise
+    scale), after the env column, so a row says which problem it ran on."""
+    from decision_bench.envs.showdown import SHOWDOWN_BANDITS
+
+    if type(env) not in SHOWDOWN_BANDITS.values():
+        return df
+    import dataclasses
+
+    position = df.columns.get_loc("env") + 1
+    # num_actions is a column of every bandit.csv already; the other settings are new.
+    new = [field.name for field in dataclasses.fields(env) if field.name not in df.columns]
+    for offset, name in enumerate(new):
+        df.insert(position + offset, name, getattr(env, name))
+    return df
 
 
 def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
@@ -321,9 +360,16 @@ def plot_regret(df: pd.DataFrame, path: Path) -> None:
         ax.plot(curve.index, curve["mean"], label=agent, color=colour)
         ax.fill_between(curve.index, curve["mean"] - curve["sem"], curve["mean"] + curve["sem"], color=colour, alpha=0.2)
     first = df.iloc[0]
-    setting = {c: first[c] for c in ("env", "dataset", "input_dim", "num_actions", "temperature") if c in df.columns}
     seeds = df.seed.nunique()
-    ax.set_title(f"{setting_title(setting)}, {seeds} seeds", fontsize=10)
+    if "delta" in df.columns:  # the Showdown's wheel: no temperature, its delta matters
+        title = f"{first.env}: delta={first.delta:g}, {first.num_actions} actions"
+    elif "context_dim" in df.columns:  # the Showdown's (sparse) linear bandits
+        title = f"{first.env}: context d={first.context_dim}, {first.num_actions} actions"
+    else:
+        title = setting_title(
+            {c: first[c] for c in ("env", "dataset", "input_dim", "num_actions", "temperature") if c in df.columns}
+        )
+    ax.set_title(f"{title}, {seeds} seeds", fontsize=10)
     ax.set_xlabel("step t")
     ax.set_ylabel("cumulative regret")
     ax.legend()

@@ -14,16 +14,20 @@ from decision_bench.data.datasets import (
     make_dataset_problem,
     validate_arrays,
 )
+from decision_bench.data.showdown import SHOWDOWN_DATASETS, ShowdownData, load_showdown
 
 __all__ = [
     "BUNDLED",
     "PAPER_DATASETS",
+    "SHOWDOWN_DATASETS",
     "SPLITS",
+    "ShowdownData",
     "ClassificationData",
     "DatasetProblem",
     "load_csv",
     "load_dataset",
     "load_npz",
+    "load_showdown",
     "make_dataset_problem",
     "validate_arrays",
 ]

@@ -15,6 +15,17 @@ from decision_bench.envs.classification import (
     ClassificationState,
 )
 from decision_bench.envs.registration import register_envs
+from decision_bench.envs.showdown import (
+    SHOWDOWN_BANDITS,
+    LinearBandit,
+    LinearParams,
+    ShowdownState,
+    SparseLinearBandit,
+    TableBandit,
+    WheelBandit,
+    WheelParams,
+    real_valued_rewards,
+)
 from decision_bench.envs.testbed import (
     Dataset,
     PolyadicTest,
@@ -40,6 +51,14 @@ __all__ = [
     "ClassificationState",
     "ContextualNeuralBandit",
     "Dataset",
+    "LinearBandit",
+    "LinearParams",
+    "SHOWDOWN_BANDITS",
+    "ShowdownState",
+    "SparseLinearBandit",
+    "TableBandit",
+    "WheelBandit",
+    "WheelParams",
     "NeuralBandit",
     "PolyadicTest",
     "TestSample",
@@ -49,6 +68,7 @@ __all__ = [
     "make_testbed_problem",
     "polyadic_design",
     "polyadic_inputs",
+    "real_valued_rewards",
     "register_envs",
     "sample_environment",
     "sample_polyadic_test",

@@ -64,7 +64,8 @@ class BanditEnv(gymnasium.Env):
     """A single decision_bench bandit behind the standard Gymnasium API.
 
     Observation: action features, float32 [num_actions, input_dim].
-    Action: Discrete(num_actions). Reward: 0.0 or 1.0. Never terminates; use
+    Action: Discrete(num_actions). Reward: 0.0 or 1.0 (a real number for the
+    Showdown's Gaussian bandits, ``core.real_valued_rewards``). Never terminates; use
     ``max_episode_steps`` for truncation. ``info`` carries expected_reward,
     optimal_expected_reward, regret and optimal_action.
     """
@@ -126,6 +127,27 @@ class ClassificationBanditEnv(BanditEnv):
 
     def __init__(self, **kwargs: Any):
         super().__init__("ClassificationBandit-v0", **kwargs)
+
+
+class WheelBanditEnv(BanditEnv):
+    """``decision_bench/WheelBandit-v0``: the Showdown's wheel; Gaussian rewards (envs/showdown.py)."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__("WheelBandit-v0", **kwargs)
+
+
+class LinearBanditEnv(BanditEnv):
+    """``decision_bench/LinearBandit-v0``: the Showdown's linear bandit; Gaussian rewards."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__("LinearBandit-v0", **kwargs)
+
+
+class SparseLinearBanditEnv(BanditEnv):
+    """``decision_bench/SparseLinearBandit-v0``: the Showdown's sparse linear bandit."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__("SparseLinearBandit-v0", **kwargs)
 
 
 class BernoulliBanditEnv(BanditEnv):
@@ -260,3 +282,15 @@ def bernoulli_bandit_vector(**kwargs):
 
 def classification_bandit_vector(**kwargs):
     return BanditVectorEnv("ClassificationBandit-v0", **kwargs)
+
+
+def wheel_bandit_vector(**kwargs):
+    return BanditVectorEnv("WheelBandit-v0", **kwargs)
+
+
+def linear_bandit_vector(**kwargs):
+    return BanditVectorEnv("LinearBandit-v0", **kwargs)
+
+
+def sparse_linear_bandit_vector(**kwargs):
+    return BanditVectorEnv("SparseLinearBandit-v0", **kwargs)

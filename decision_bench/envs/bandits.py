@@ -29,6 +29,7 @@ from decision_bench._src.validation import (
     check_sizes,
 )
 from decision_bench.envs.classification import ClassificationBandit
+from decision_bench.envs.showdown import SHOWDOWN_BANDITS
 from decision_bench.priors import ACTIVATIONS, CoinsPrior, MLPPrior
 
 
@@ -179,6 +180,8 @@ BANDITS = {
     "BernoulliBandit-v0": BernoulliBandit,
     # a classification data set as a contextual bandit (envs/classification.py)
     "ClassificationBandit-v0": ClassificationBandit,
+    # the Deep Bayesian Bandits Showdown's synthetic bandits, Gaussian rewards (envs/showdown.py)
+    **SHOWDOWN_BANDITS,
 }
 
 

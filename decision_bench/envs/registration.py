@@ -15,6 +15,9 @@ _IDS = {
         "ClassificationBanditEnv",
         "classification_bandit_vector",
     ),
+    "decision_bench/WheelBandit-v0": ("WheelBanditEnv", "wheel_bandit_vector"),
+    "decision_bench/LinearBandit-v0": ("LinearBanditEnv", "linear_bandit_vector"),
+    "decision_bench/SparseLinearBandit-v0": ("SparseLinearBanditEnv", "sparse_linear_bandit_vector"),
 }
 
 

@@ -174,7 +174,11 @@ _NO_BLACKJAX = importlib.util.find_spec("blackjax") is None
     ],
 )
 def test_every_registered_agent_runs(name):
-    df = run_bandit(name, "BernoulliBandit-v0", 30, 2, batch_size=8, env_kwargs={"num_actions": 4},
+    from decision_bench.agents.registry import REAL_REWARD_AGENTS
+
+    # Agents of real-valued rewards play a Gaussian bandit; the rest a Bernoulli one.
+    env = "LinearBandit-v0" if name in REAL_REWARD_AGENTS else "BernoulliBandit-v0"
+    df = run_bandit(name, env, 30, 2, batch_size=8, env_kwargs={"num_actions": 4},
                     log_every=15, progress=False, **_SMALL_RUN.get(name, {}))
     assert len(df) == 4 and (df.error == "").all(), name
     assert df.cumulative_regret.notna().all(), name
