@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
+from decision_bench._src.extras import FIGURES_SKIPPED
 from decision_bench._src.memory import check_resamples
 from decision_bench.analysis import analyze
 from decision_bench.analysis.correlation import check_num_resamples
@@ -57,7 +58,8 @@ def reproduce(
 
 def _print_summary(out: Path, result, preset: str | None = None) -> None:
     corr = result.correlations
-    print(f"\nresults in {out}/: testbed.csv, bandit.csv, correlations.csv, report.md, figures")
+    drawn = "" if result.figures_skipped else ", figures"
+    print(f"\nresults in {out}/: testbed.csv, bandit.csv, correlations.csv, report.md{drawn}")
     cols = ["metric", "pearson_log", "pearson_ci_low", "pearson_ci_high", "spearman", "n"]
     if "level" in corr.columns:
         cols = ["level"] + cols
@@ -70,6 +72,8 @@ def _print_summary(out: Path, result, preset: str | None = None) -> None:
     if preset in PRESET_SCOPE:
         print(PRESET_SCOPE[preset])
     print(f"\nreport: {result.report}")
+    if result.figures_skipped:
+        print(FIGURES_SKIPPED)
 
 
 def register(subparsers) -> argparse.ArgumentParser:
