@@ -122,8 +122,6 @@ this module imports without it, and ``make_hmc`` / ``hmc_posterior`` raise an
 ImportError naming the extra when it is missing.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import functools
 import math

@@ -215,7 +215,7 @@ def _check_split_sizes(name: str, num_train: int, num_test: int) -> None:
 @functools.lru_cache(maxsize=None)
 def _load_bundled(name: str) -> ClassificationData:
     # Cached: the sklearn files are parsed once per process (the data is read-only).
-    require_extra("data", f"data set {name!r} (bundled with scikit-learn)")
+    require_extra("data", f"data set {name!r}")  # bundled with scikit-learn
     from sklearn import datasets as sk_datasets
     bunch = getattr(sk_datasets, _SKLEARN_LOADERS[name])()
     return ClassificationData(name, bunch.data, bunch.target)
