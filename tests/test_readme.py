@@ -34,6 +34,10 @@ NOT_RUN = {
     "decision-bench reproduce --preset": "presets run from minutes to hours; their grids are tested in "
     "tests/experiments and the pipeline on a tiny preset in tests/cli/test_custom_agent.py",
     "python bench/": "benchmarks, minutes on 2 cores",
+    "decision-bench testbed --sweep realdata": "every bundled data set, many minutes even at one seed; "
+    "the realdata runner is run on iris by tests/cli/test_testbed_resume.py",
+    "decision-bench testbed --agents mlp,ensemble+ --sweep quick --reference hmc": "HMC chains for every "
+    "problem, many minutes; tests/agents/test_hmc.py and tests/evaluation/test_fidelity.py cover it",
 }
 # Python blocks that another test runs from the page itself.
 RUN_ELSEWHERE = {
