@@ -494,7 +494,10 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
 
     Both files are checked in full before any output is written, and the
     outputs are moved into place together only when all are written (see the
-    module doc), so an error leaves DIR's previous outputs unchanged.
+    module doc), so an error leaves DIR's previous outputs unchanged. Figures
+    need matplotlib (the `plot` extra): without it the tables and report.md are
+    written, the report notes the skipped figures and the result's
+    ``figures_skipped`` is True.
 
     Raises:
       FileNotFoundError naming a missing file; ValueError (one line) naming the
