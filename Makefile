@@ -7,13 +7,20 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-all bench clean
+.PHONY: demo test test-all bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test,plot]"
 	touch $(STAMP)
+
+# pdoc, for `make docs`, on top of the test and plot extras.
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[docs]"
+	touch $(DOCS_STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/decision-bench demo --out $(DEMO_OUT)
@@ -40,5 +47,10 @@ test-all: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/agents.py --quick
 
+# The API reference from the docstrings (pdoc) into docs/api/ (not committed);
+# fails, listing them, on any pdoc warning.
+docs: $(DOCS_STAMP)
+	$(PY) scripts/build_docs.py --out docs/api
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache docs/api

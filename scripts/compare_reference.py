@@ -10,7 +10,7 @@ The reference figures are per problem: one d_KL per (T, beta, tau, seed) of
 ``classification_2d`` (d = 2, iid test inputs), measured on DeepMind's
 neural_testbed (commits and patches in bench/data/REFERENCE.md). They are read
 from bench/data/reference_<agent>.csv and, for mlp and ensemble+, also from
-../shared/reference/reference_testbed_runs.csv (a problem in both counts once);
+bench/data/reference_testbed_runs.csv (a problem in both counts once);
 --reference FILE (repeatable) reads those files instead. Its environments are not ours, so the
 comparison is of per-setting means over seeds, never of single problems. Ours
 runs on exactly the reference's (T, beta, tau) settings with more seeds
@@ -58,7 +58,9 @@ from decision_bench.evaluation.sweeps import Sweep, custom_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_DATA = ROOT / "bench" / "data"
-SHARED_REFERENCE = ROOT.parent / "shared" / "reference" / "reference_testbed_runs.csv"
+# The first reference runs (mlp, ensemble+ with 30 members; T in {10, 100, 1000}),
+# kept in the repository so that the harness runs from a clone.
+TESTBED_RUNS = BENCH_DATA / "reference_testbed_runs.csv"
 BASELINE = "mlp"  # every agent's ratio to it is compared within each side
 REFERENCE_COLUMNS = (
     "agent", "num_ensemble", "tau", "num_train", "temperature", "problem_seed", "kl_estimate"
@@ -400,16 +402,16 @@ def format_ratios(ratios: pd.DataFrame) -> str:
 
 def reference_files(agent: str) -> list[Path]:
     """Where the reference's figures for agent may be: bench/data/reference_<agent>.csv,
-    then the shared file (which has mlp and ensemble+); the existing ones."""
-    candidates = [BENCH_DATA / f"reference_{agent}.csv", SHARED_REFERENCE]
+    then reference_testbed_runs.csv (which has mlp and ensemble+); the existing ones."""
+    candidates = [BENCH_DATA / f"reference_{agent}.csv", TESTBED_RUNS]
     return [path for path in candidates if path.is_file()]
 
 
 def agents_with_figures() -> list[str]:
-    """The registry agents that have reference figures (bench/data or the shared file), sorted."""
+    """The registry agents that have reference figures in bench/data, sorted."""
     found = {path.name[len("reference_"):-len(".csv")] for path in BENCH_DATA.glob("reference_*.csv")}
-    if SHARED_REFERENCE.is_file():
-        found |= set(pd.read_csv(SHARED_REFERENCE, usecols=["agent"])["agent"].unique())
+    if TESTBED_RUNS.is_file():
+        found |= set(pd.read_csv(TESTBED_RUNS, usecols=["agent"])["agent"].unique())
     return sorted(found & set(agents.names()))
 
 
@@ -421,7 +423,7 @@ def load_reference(agent: str) -> tuple[pd.DataFrame, list[Path]]:
     if not paths:
         raise ValueError(
             f"no reference figures for {agent!r}: expected bench/data/reference_{agent}.csv or "
-            f"{SHARED_REFERENCE}; pass a file with --reference FILE"
+            f"{TESTBED_RUNS}; pass a file with --reference FILE"
         )
     frames = []
     for path in paths:
@@ -490,7 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="read the reference's per-problem figures from these CSVs only (repeatable; give one "
         "with mlp too for the ratio to mlp; default: bench/data/reference_<agent>.csv and "
-        "reference_mlp.csv, and ../shared/reference/reference_testbed_runs.csv beside the repository)",
+        "reference_mlp.csv, and bench/data/reference_testbed_runs.csv)",
     )
     parser.add_argument(
         "--ours",
@@ -620,7 +622,7 @@ def run_agent(args: argparse.Namespace, agent: str) -> bool:
     if args.reference is not None:
         hint = (
             "the reference's figures are bench/data/reference_<agent>.csv (and "
-            "reference_testbed_runs.csv in shared/reference/ beside the repository); "
+            "bench/data/reference_testbed_runs.csv); "
             "pass a path with --reference FILE"
         )
         frames = [_read_csv(Path(path), "reference file", hint) for path in args.reference]

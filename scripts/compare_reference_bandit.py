@@ -3,7 +3,7 @@
     python scripts/compare_reference_bandit.py [--agents mlp,ensemble+] [--seeds 20]
         [--regularization sequential,sequential_linear_beta] [--ours FILE] [--save FILE]
 
-Setting of ../shared/reference/reference_bandit_runs.csv: NeuralBandit-v0, d = 2,
+Setting of bench/data/reference_bandit_runs.csv: NeuralBandit-v0, d = 2,
 40 actions, beta = 0.1, 3000 steps, regret logged at 1000, 2000 and 3000 steps;
 ensemble+ with 100 members. Environments are different draws (the reference's
 seeds are not ours), and the distributions are heavy-tailed (a greedy-ish agent
@@ -23,7 +23,7 @@ import pandas as pd
 from scipy import stats
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_REFERENCE = REPO.parent / "shared" / "reference" / "reference_bandit_runs.csv"
+DEFAULT_REFERENCE = REPO / "bench" / "data" / "reference_bandit_runs.csv"
 STEPS = (1000, 2000, 3000)
 
 
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     ref_path = Path(args.reference)
     if not ref_path.is_file():
-        print(f"error: --reference {ref_path} not found (shared/reference/reference_bandit_runs.csv)", file=sys.stderr)
+        print(f"error: --reference {ref_path} not found (the repository's copy is bench/data/reference_bandit_runs.csv)", file=sys.stderr)
         return 2
     if args.seeds < 1:
         print(f"error: --seeds must be >= 1, got {args.seeds}", file=sys.stderr)

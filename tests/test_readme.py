@@ -1,15 +1,114 @@
-"""The README's Gymnasium example runs as written."""
+"""Every snippet in README.md and docs/*.md runs as written, at small sizes, or is
+listed in NOT_RUN with the reason it is not run here.
+
+Fast checks: the Gymnasium example runs, and every `decision-bench` command in the
+pages (in shell blocks and in inline code) parses with the real argument parser
+(a missing required flag, a misspelt option or preset fails here). Slow checks
+(`make test-all`): the Python blocks run with the sizes in SMALL, and the commands
+run with SHRINK's flags appended (argparse keeps the last value of a repeated flag).
+"""
+
+from __future__ import annotations
 
 import re
 import runpy
+import shlex
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+# Shell lines (by how they start) that are not run here, and why.
+NOT_RUN = {
+    "make demo": "the whole demo, minutes on 2 cores: it runs `decision-bench reproduce --preset demo`, "
+    "whose machinery tests/cli/test_custom_agent.py runs on a tiny preset",
+    "make test": "the test suite itself",
+    "make docs": "builds the API reference: tests/test_docs.py",
+    "pip install": "installs packages: checked by hand from a fresh virtual environment (issue 21)",
+    'python -c "import jax; print(jax.devices())"': "shows a GPU only on a machine with one",
+    "decision-bench reproduce --preset": "presets run from minutes to hours; their grids are tested in "
+    "tests/experiments and the pipeline on a tiny preset in tests/cli/test_custom_agent.py",
+    "python bench/": "benchmarks, minutes on 2 cores",
+    "decision-bench testbed --sweep realdata": "every bundled data set, many minutes even at one seed; "
+    "the realdata runner is run on iris by tests/cli/test_testbed_resume.py",
+    "decision-bench testbed --agents mlp,ensemble+ --sweep quick --reference hmc": "HMC chains for every "
+    "problem, many minutes; tests/agents/test_hmc.py and tests/evaluation/test_fidelity.py cover it",
+}
+# Python blocks that another test runs from the page itself.
+RUN_ELSEWHERE = {
+    '"""An anchored ensemble of linear softmax models': "tests/cli/test_custom_agent.py (my_agent.py)",
+}
+# Flags appended to run a documented command at small size.
+SHRINK = {
+    "bandit": ["--steps", "20", "--seeds", "1", "--no-progress"],
+    "testbed": ["--seeds", "1", "--num-test", "50", "--no-progress"],
+    "tune": ["--seeds", "1", "--num-test", "50", "--no-progress"],
+    "analyze": ["--resamples", "200"],
+}
+# Sizes in the Python blocks, replaced (old -> new) when the slow test runs them.
+SMALL = {
+    "num_steps=2000": "num_steps=30",
+    "seeds=3": "seeds=1",
+    "num_ensemble=10": "num_ensemble=2",
+    'tune("mlp", PAPER_GRIDS["mlp"], "quick")': 'tune("mlp", {"l2": PAPER_GRIDS["mlp"]["l2"][:2]}, "quick", seeds=1, num_test=50)',
+}
+
+
+def _blocks(page: Path, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", page.read_text(), flags=re.S)
+
+
+def _shell_lines(page: Path) -> list[str]:
+    """The commands of the page's bash blocks: continuations joined, comments and
+    optional `[...]` parts removed."""
+    lines = []
+    for block in _blocks(page, "bash"):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = re.sub(r"\s#\s.*$", "", line)  # a trailing comment
+            line = re.sub(r"\[[^\]]*\]", "", line).strip()
+            if line:
+                lines.append(" ".join(line.split()))
+    return lines
+
+
+def _inline_commands(page: Path) -> list[str]:
+    """`decision-bench ...` in inline code that is a full command: synopses (with
+    [...], | or an AGENT placeholder) and bare subcommand names are references."""
+    found = []
+    for span in re.findall(r"`(decision-bench [^`]*)`", page.read_text()):
+        span = " ".join(span.split())
+        if re.search(r"[\[|]|\bAGENT\b", span) or len(span.split()) < 3:
+            continue
+        found.append(span)
+    return found
+
+
+def _not_run_reason(line: str) -> str | None:
+    return next((reason for prefix, reason in NOT_RUN.items() if line.startswith(prefix)), None)
+
+
+def _documented_commands() -> list[str]:
+    commands = []
+    for page in PAGES:
+        for line in _shell_lines(page) + _inline_commands(page):
+            if line.startswith("decision-bench ") and line not in commands:
+                commands.append(line)
+    return commands
+
+
+def _argv(command: str, directory: Path) -> list[str]:
+    """The command's arguments, with the DIR placeholder and output folders under `directory`."""
+    argv = shlex.split(command)[1:]
+    return [str(directory / a) if a == "DIR" or a.startswith("runs/") else a for a in argv]
 
 
 def test_readme_gymnasium_example_runs_and_reports_regret(tmp_path, capsys):
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    example = next(b for b in blocks if "gym.make(" in b)
+    example = next(b for b in _blocks(README, "python") if "gym.make(" in b)
     assert len([line for line in example.splitlines() if line.strip()]) <= 14
     script = tmp_path / "example.py"
     script.write_text(example)
@@ -17,3 +116,77 @@ def test_readme_gymnasium_example_runs_and_reports_regret(tmp_path, capsys):
     printed = capsys.readouterr().out
     regret = float(re.search(r"regret after 100 steps: ([0-9.]+)", printed).group(1))
     assert 0.0 <= regret <= 100.0
+
+
+def test_every_shell_line_is_a_command_this_test_knows():
+    for page in PAGES:
+        for line in _shell_lines(page):
+            known = line.startswith("decision-bench ") or _not_run_reason(line) is not None
+            assert known, f"{page.name}: {line!r} is neither run by this test nor listed in NOT_RUN"
+
+
+def test_every_documented_command_parses(tmp_path):
+    from decision_bench.cli.program import build_parser
+
+    commands = _documented_commands()
+    assert len(commands) >= 15  # the command-line section alone has 15
+    assert any("tune sgmcmc_quick" in c for c in commands) and any("--activation tanh" in c for c in commands)
+    for command in commands:
+        try:
+            args = build_parser().parse_args(_argv(command, tmp_path))
+        except SystemExit:
+            pytest.fail(f"does not parse as written: {command}")
+        assert args.command == command.split()[1]
+
+
+def test_the_parse_check_catches_a_command_without_its_required_out(capsys):
+    from decision_bench.cli.program import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["tune", "sgmcmc_quick", "--grid", "prior_variance=0.05,0.1,0.2"])
+    assert "--out" in capsys.readouterr().err
+
+
+def _results_for_analyze(directory: Path) -> None:
+    """testbed.csv and bandit.csv of 3 agents x 3 seeds for `analyze DIR`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    testbed, bandit = [], []
+    for i, agent in enumerate(("mlp", "ensemble", "epinet")):
+        for seed in range(3):
+            for tau, kl in ((1, 0.1 + 0.02 * i + 0.01 * seed), (10, 1.0 + 0.2 * i + 0.1 * seed)):
+                testbed.append(dict(agent=agent, seed=seed, tau=tau, kappa=np.nan, kl=kl))
+            bandit.append(dict(agent=agent, seed=seed, step=10, cumulative_regret=5.0 + i + seed))
+    pd.DataFrame(testbed).to_csv(directory / "testbed.csv", index=False)
+    pd.DataFrame(bandit).to_csv(directory / "bandit.csv", index=False)
+
+
+@pytest.mark.slow  # every command at small size: minutes
+def test_every_documented_command_runs_at_small_size(tmp_path, monkeypatch):
+    from decision_bench import cli
+
+    monkeypatch.chdir(tmp_path)
+    for i, command in enumerate(_documented_commands()):
+        if _not_run_reason(command) is not None:
+            continue
+        run_dir = tmp_path / f"command{i}"
+        argv = _argv(command, run_dir)
+        if argv[0] == "analyze":
+            _results_for_analyze(Path(argv[1]))
+        status = cli.main([*argv, *SHRINK.get(argv[0], [])])
+        assert status == 0, command
+
+
+@pytest.mark.slow  # trains agents and runs bandits: a minute or more
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_python_block_runs_at_small_size(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for block in _blocks(page, "python"):
+        if any(block.startswith(start) for start in RUN_ELSEWHERE):
+            # my_agent.py: later blocks on the page load it from the working directory.
+            (tmp_path / "my_agent.py").write_text(block)
+            continue
+        for old, new in SMALL.items():
+            block = block.replace(old, new)
+        script = tmp_path / "snippet.py"
+        script.write_text(block)
+        runpy.run_path(str(script))

@@ -122,11 +122,8 @@ this module imports without it, and ``make_hmc`` / ``hmc_posterior`` raise an
 ImportError naming the extra when it is missing.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import functools
-import importlib.util
 import math
 from typing import Any, NamedTuple
 
@@ -134,6 +131,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from decision_bench._src.extras import require_extra
 from decision_bench._src.validation import check_choice, check_positive, check_sizes
 from decision_bench.agents import _bayes_common as common
 from decision_bench.agents.base import Agent, Batch
@@ -435,10 +433,7 @@ def _settings(config: HMCConfig, coords: _Coordinates) -> _Settings:
 
 
 def _require_blackjax() -> None:
-    if importlib.util.find_spec("blackjax") is None:
-        raise ImportError(
-            "agent 'hmc' needs blackjax: pip install 'decision-bench[bayes]' (or blackjax)"
-        )
+    require_extra("bayes", "agent 'hmc'")
 
 
 def _initial_diagnostics(settings: _Settings) -> HMCDiagnostics:

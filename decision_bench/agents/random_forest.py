@@ -44,13 +44,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from decision_bench._src.extras import require_extra
 from decision_bench._src.validation import check_choice, check_int
 from decision_bench.agents import _data_buffer
 from decision_bench.agents._data_buffer import DataBuffer
@@ -255,10 +255,7 @@ def _functions(num_trees: int, criterion: str, input_dim: int, num_classes: int,
 
 
 def make_random_forest(spec: ProblemSpec, config: RandomForestConfig) -> Agent:
-    if importlib.util.find_spec("sklearn") is None:
-        raise ImportError(
-            "agent 'random_forest' needs scikit-learn: pip install 'decision-bench[data]'"
-        )
+    require_extra("data", "agent 'random_forest'")
     functions = _functions(
         config.num_trees, config.criterion, spec.input_dim, spec.num_classes, spec.num_train
     )

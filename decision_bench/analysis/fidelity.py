@@ -277,10 +277,11 @@ class FidelityOutputs:
 
 
 def fidelity_outputs(
-    testbed: pd.DataFrame, directory: Path, num_resamples: int = 1000, seed: int = 0
+    testbed: pd.DataFrame, directory: Path, num_resamples: int = 1000, seed: int = 0, draw_figures: bool = True
 ) -> FidelityOutputs:
-    """Writes fidelity.csv, fidelity_correlations.csv and the figure to ``directory``;
-    nothing (and an empty report) when the table has no fidelity columns."""
+    """Writes fidelity.csv, fidelity_correlations.csv and (with ``draw_figures``, which
+    needs matplotlib) the figure to ``directory``; nothing (and an empty report) when
+    the table has no fidelity columns."""
     table = fidelity_table(testbed)
     if table.empty:
         return FidelityOutputs((), (), "")
@@ -291,5 +292,5 @@ def fidelity_outputs(
     for name, frame in (("fidelity.csv", table), ("fidelity_correlations.csv", correlations)):
         write_results_csv(directory / name, frame)
         paths.append(directory / name)
-    figures = tuple(plot_fidelity(table, floor, directory))
+    figures = tuple(plot_fidelity(table, floor, directory)) if draw_figures else ()
     return FidelityOutputs(tuple(paths), figures, report_section(table, correlations, floor))

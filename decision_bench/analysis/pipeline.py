@@ -54,6 +54,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from decision_bench._src.extras import FIGURES_SKIPPED, plotting_available
 from decision_bench._src.files import atomic_write_text, check_output_dir, checksum_path, write_results_csv
 from decision_bench.analysis.correlation import (
     MIN_POINTS,
@@ -138,6 +139,7 @@ class AnalysisResult:
     agents: pd.DataFrame | None = None  # metric, agent, kl, regret, num_testbed_rows, num_bandit_seeds
     levels: dict | None = None  # {level: {metric: CorrelationResult}}
     robustness: RobustnessOutputs | None = None  # several families or bandit dimensions only
+    figures_skipped: bool = False  # matplotlib (the `plot` extra) is not installed
 
 
 def _correlate_level(
@@ -492,7 +494,10 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
 
     Both files are checked in full before any output is written, and the
     outputs are moved into place together only when all are written (see the
-    module doc), so an error leaves DIR's previous outputs unchanged.
+    module doc), so an error leaves DIR's previous outputs unchanged. Figures
+    need matplotlib (the `plot` extra): without it the tables and report.md are
+    written, the report notes the skipped figures and the result's
+    ``figures_skipped`` is True.
 
     Raises:
       FileNotFoundError naming a missing file; ValueError (one line) naming the
@@ -514,6 +519,8 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
         return _analyze_testbed_only(directory, testbed_rows, int(num_resamples), int(seed))
     bandit = read_bandit(directory / "bandit.csv")
     check_output_dir(directory, flag="results directory")
+    # Without the `plot` extra the tables and the report are the whole analysis.
+    draw = plotting_available()
     # Data-quality warnings (dropped rows, unmatched agents, skipped figures) are
     # recorded so the report lists them too, then re-issued to the caller.
     caught: list[warnings.WarningMessage] = []
@@ -536,14 +543,20 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
                 }
                 for name, frame in tables.items():
                     write_results_csv(stage / name, frame)
-                staged = all_figures(testbed, main_bandit, joined, levels["agent_seed"], stage, agents, levels["agent"])
+                staged = []
+                if draw:
+                    staged = all_figures(
+                        testbed, main_bandit, joined, levels["agent_seed"], stage, agents, levels["agent"]
+                    )
                 robust = None
                 if scope is not None:
-                    robust = robustness_outputs(all_testbed, bandit, stage, int(num_resamples), int(seed))
+                    robust = robustness_outputs(
+                        all_testbed, bandit, stage, int(num_resamples), int(seed), draw_figures=draw
+                    )
                     staged += list(robust.figures)
                 # testbed --reference: distance to the reference posterior (analysis/fidelity.py);
                 # writes nothing and adds no section without the fidelity columns.
-                fidelity = fidelity_outputs(testbed, stage, int(num_resamples), int(seed))
+                fidelity = fidelity_outputs(testbed, stage, int(num_resamples), int(seed), draw_figures=draw)
                 staged += list(fidelity.figures)
         finally:
             # Re-issued even when an error follows: the warnings often explain it.
@@ -552,6 +565,7 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
         notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
         notes += list(robust.notes) if robust is not None else []
         notes += _unverified_notes(directory, ("testbed.csv", "bandit.csv"))
+        notes += [] if draw else [FIGURES_SKIPPED]
         figures = [directory / path.name for path in staged]  # where they are once moved
         sections = render_robustness(robust) if robust is not None else ()
         text = render_report(
@@ -567,6 +581,7 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
         agents=agents,
         levels=levels,
         robustness=robust,
+        figures_skipped=not draw,
     )
 
 
@@ -574,6 +589,7 @@ def _analyze_testbed_only(directory: Path, testbed_rows: pd.DataFrame, num_resam
     """The analysis of a testbed run without bandit results: table2.csv, Figs. 2 and 5,
     the distance to a reference (``testbed --reference``) and a report; no correlation
     with regret. Outputs are staged and moved into place together, as in ``analyze``."""
+    draw = plotting_available()  # as in analyze: no figures without the `plot` extra
     caught: list[warnings.WarningMessage] = []
     with staged_outputs(directory, last=("report.md",)) as stage:
         try:
@@ -581,14 +597,17 @@ def _analyze_testbed_only(directory: Path, testbed_rows: pd.DataFrame, num_resam
                 warnings.simplefilter("always", RuntimeWarning)
                 testbed = drop_nonfinite_kl(testbed_rows)
                 write_results_csv(stage / "table2.csv", table2_side_by_side(testbed))
-                staged = plot_normalised_kl(testbed, stage) + plot_prior_functions(testbed, stage)
-                fidelity = fidelity_outputs(testbed, stage, num_resamples, seed)
+                staged = []
+                if draw:
+                    staged = plot_normalised_kl(testbed, stage) + plot_prior_functions(testbed, stage)
+                fidelity = fidelity_outputs(testbed, stage, num_resamples, seed, draw_figures=draw)
                 staged += list(fidelity.figures)
         finally:
             for record in caught:
                 warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
         notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
         notes += _unverified_notes(directory, ("testbed.csv",))
+        notes += [] if draw else [FIGURES_SKIPPED]
         figures = [directory / path.name for path in staged]
         lines = [
             "# Testbed results",
@@ -610,4 +629,5 @@ def _analyze_testbed_only(directory: Path, testbed_rows: pd.DataFrame, num_resam
         joined=pd.DataFrame(),
         figures=tuple(figures),
         report=directory / "report.md",
+        figures_skipped=not draw,
     )

@@ -206,8 +206,10 @@ def robustness_outputs(
     num_resamples: int,
     seed: int,
     level: float = 0.90,
+    draw_figures: bool = True,
 ) -> RobustnessOutputs:
-    """Computes and writes (into `stage`) the robustness tables and figures (module doc).
+    """Computes and writes (into `stage`) the robustness tables and, with
+    `draw_figures` (which needs matplotlib), the figures (module doc).
 
     testbed, bandit: the checked tables (testbed after drop_nonfinite_kl). The
     bootstrap of (group g, metric m, method k) uses default_rng([seed, g, m, k]);
@@ -264,12 +266,14 @@ def robustness_outputs(
                     f"[{result.mean_low:.2f}, {result.mean_high:.2f}], {int(100 * level)}% bootstrap"
                 )
                 path = stage / f"robustness_{group}_{metric}_{method}.png"
+                if not draw_figures:
+                    continue
                 try:
                     figures.append(heatmap(result.point, title, path, result.low, result.high))
                 except ImportError as err:
                     notes.append(f"robustness heat maps skipped: {err}")
     by_dim, matching = _by_dimension(tb, bd, num_resamples, seed, notes)
-    if not by_dim.empty:
+    if not by_dim.empty and draw_figures:
         figures += _plot_by_dimension(tb, bd, by_dim, stage, matching, notes)
     tables = {
         "robustness_summary.csv": pd.DataFrame(summary, columns=list(SUMMARY_COLUMNS)),

@@ -11,6 +11,7 @@ import argparse
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
+from decision_bench._src.extras import FIGURES_SKIPPED
 from decision_bench._src.memory import check_resamples
 from decision_bench.analysis.correlation import SKEWED_NOTE, excludes_estimate, min_resamples
 from decision_bench.analysis.pipeline import analyze
@@ -115,4 +116,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"report: {result.report}")
     for path in result.figures:
         print(f"figure: {path}")
+    if result.figures_skipped:
+        print(FIGURES_SKIPPED)
     return 0

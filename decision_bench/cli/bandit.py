@@ -37,6 +37,7 @@ from pathlib import Path
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
+from decision_bench._src.extras import FIGURES_SKIPPED, plotting_available
 from decision_bench._src.files import atomic_write, write_results_csv
 from decision_bench._src.memory import bandit_memory, check_count, check_fits
 from decision_bench._src.rundir import claim_run_dir
@@ -307,13 +308,19 @@ def run_command(args: argparse.Namespace) -> int:
                           df["agent"].map(lambda a: settings_label(settings.get(a, {}))))
             df = _showdown_columns(df, loop.env)
             write_csv(df, out / CSV_NAME)
-            plot_regret(df, out / FIGURE_NAME)
+            # Without the `plot` extra the CSV is the result; the figure is skipped.
+            plotted = plotting_available()
+            if plotted:
+                plot_regret(df, out / FIGURE_NAME)
     except ValueError as error:
         print_error(str(error))
         return 2
     summary = seed_summary(df)
     print(summary.to_string(float_format=lambda v: f"{v:.1f}"))
-    print(f"wrote {out / CSV_NAME} and {out / FIGURE_NAME}")
+    if plotted:
+        print(f"wrote {out / CSV_NAME} and {out / FIGURE_NAME}")
+    else:
+        print(f"wrote {out / CSV_NAME}; {FIGURES_SKIPPED}")
     return 0
 
 

@@ -22,6 +22,7 @@ import sys
 import warnings
 
 from decision_bench._src import compile_cache, console
+from decision_bench._src.extras import MissingExtraError
 
 NO_CACHE_HELP = (
     "do not read or write the persistent XLA compilation cache (default: on, in "
@@ -84,8 +85,9 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"\n{console.INTERRUPTED}", file=sys.stderr)
         return 130
-    except ValueError as error:
-        # Bad input: a clear message without a traceback.
+    except (ValueError, MissingExtraError) as error:
+        # Bad input, or input that needs an extra that is not installed (a data set
+        # bundled with scikit-learn): a clear message without a traceback.
         console.print_error(str(error))
         return 2
     except OSError as error:

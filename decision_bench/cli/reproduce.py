@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
+from decision_bench._src.extras import FIGURES_SKIPPED
 from decision_bench._src.memory import check_resamples
 from decision_bench.analysis import analyze
 from decision_bench.analysis.correlation import check_num_resamples
@@ -89,7 +90,8 @@ def _print_summary(out: Path, result, preset: str | None = None) -> None:
     level that answers the papers' question and the preset's scope; the correlations
     of every level stay in report.md and correlations.csv."""
     corr = result.correlations
-    print(f"\nresults in {out}/: testbed.csv, bandit.csv, correlations.csv, report.md, figures")
+    drawn = "" if result.figures_skipped else ", figures"
+    print(f"\nresults in {out}/: testbed.csv, bandit.csv, correlations.csv, report.md{drawn}")
     table = agent_table(result)
     if not table.empty:
         print("\nper agent: mean testbed d_KL over settings and seeds; mean final bandit regret over seeds\n"
@@ -108,6 +110,8 @@ def _print_summary(out: Path, result, preset: str | None = None) -> None:
     if preset in PRESET_SCOPE:
         print(textwrap.fill(PRESET_SCOPE[preset], 100))
     print(f"\nreport: {result.report}")
+    if result.figures_skipped:
+        print(FIGURES_SKIPPED)
 
 
 def register(subparsers) -> argparse.ArgumentParser:

@@ -55,6 +55,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from decision_bench._src.extras import require_extra
 from decision_bench._src.keys import SPLIT_TAG, SUBSAMPLE_TAG
 from decision_bench._src.validation import (
     check_choice,
@@ -214,13 +215,8 @@ def _check_split_sizes(name: str, num_train: int, num_test: int) -> None:
 @functools.lru_cache(maxsize=None)
 def _load_bundled(name: str) -> ClassificationData:
     # Cached: the sklearn files are parsed once per process (the data is read-only).
-    try:
-        from sklearn import datasets as sk_datasets
-    except ImportError:
-        raise ImportError(
-            f"data set {name!r} ships with scikit-learn, which is not installed; "
-            "install it with `pip install decision-bench[data]` (or `pip install scikit-learn`)"
-        ) from None
+    require_extra("data", f"data set {name!r}")  # bundled with scikit-learn
+    from sklearn import datasets as sk_datasets
     bunch = getattr(sk_datasets, _SKLEARN_LOADERS[name])()
     return ClassificationData(name, bunch.data, bunch.target)
 

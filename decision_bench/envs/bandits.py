@@ -14,8 +14,6 @@ The observation is the set of action feature vectors [num_actions, input_dim];
 choosing action a yields reward 1 with probability p(x_a) = softmax(f(x_a))[1].
 """
 
-from __future__ import annotations
-
 import dataclasses
 from typing import Any, NamedTuple
 

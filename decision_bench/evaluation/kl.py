@@ -28,8 +28,6 @@ fraction that was finite is reported. When fewer than half are finite the
 estimate is meaningless and ``NonFiniteEstimateError`` is raised.
 """
 
-from __future__ import annotations
-
 import dataclasses
 from typing import Any, Callable, NamedTuple, Union
 

@@ -23,11 +23,11 @@ import pandas as pd
 
 from decision_bench._src import worker as worker_module
 from decision_bench._src.console import RunFailed
+from decision_bench._src.extras import require_extra
 from decision_bench._src.worker import describe_exit, read_message, write_message
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.store import ResultsStore
 
-RAY_INSTALL_HINT = "pip install 'decision-bench[ray]'"
 EXECUTORS = ("local", "ray")
 # How long a Ray address may take to accept a connection, and Ray to answer on
 # it (Ray spends a few of these before giving up), before the run stops with one line.
@@ -263,12 +263,9 @@ class _WorkerProcess:
 
 
 def _import_ray():
-    try:
-        import ray  # noqa: PLC0415 - optional dependency
-    except ImportError as err:
-        raise ImportError(
-            f"executor='ray' needs Ray, which is not installed. Install it with: {RAY_INSTALL_HINT}"
-        ) from err
+    require_extra("ray", "executor='ray'")
+    import ray  # noqa: PLC0415 - optional dependency
+
     return ray
 
 
