@@ -1,0 +1,87 @@
+"""bench/data's reference figures (reference_<agent>.csv) and our matching runs
+(ours_testbed_<agent>.csv): each row is the problem its id names, and only whole
+settings are kept, so scripts/compare_reference.py never averages a setting over
+a partial or tau-mismatched set of seeds. Reads CSVs only (no fitting)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+BENCH_DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
+REFERENCE_FILES = sorted(BENCH_DATA.glob("reference_*.csv"))
+OURS_FILES = sorted(BENCH_DATA.glob("ours_testbed_*.csv"))
+
+# The reference's classification_2d sweep (neural_testbed leaderboard/sweep.py):
+# problem i = tau_block * 210 + (T_index * 3 + beta_index) * 10 + seed_index,
+# tau_block 0 for tau 1 and 1 for tau 10, problem seed = i mod 210 + 1.
+SWEEP_NUM_TRAINS = (1, 3, 10, 30, 100, 300, 1000)
+SWEEP_TEMPERATURES = (0.01, 0.1, 0.5)
+SEEDS_PER_SETTING = 10
+PROBLEMS_PER_TAU = len(SWEEP_NUM_TRAINS) * len(SWEEP_TEMPERATURES) * SEEDS_PER_SETTING  # 210
+MIN_REFERENCE_SEEDS = 5  # seed indices 0-4 in every kept setting
+OURS_SEEDS = 20
+
+
+def _problem(problem_id: str) -> tuple[int, int, float, int, int]:
+    """'classification_2d/i' -> (tau, T, beta, seed_index, problem_seed) by the sweep's layout."""
+    prefix, number = problem_id.split("/")
+    assert prefix == "classification_2d", problem_id
+    i = int(number)
+    tau_block, within = divmod(i, PROBLEMS_PER_TAU)
+    setting, seed_index = divmod(within, SEEDS_PER_SETTING)
+    t_index, beta_index = divmod(setting, len(SWEEP_TEMPERATURES))
+    tau = {0: 1, 1: 10}[tau_block]
+    return tau, SWEEP_NUM_TRAINS[t_index], SWEEP_TEMPERATURES[beta_index], seed_index, within + 1
+
+
+def test_there_are_reference_files_with_our_runs_beside_them():
+    agents = {path.stem[len("reference_"):] for path in REFERENCE_FILES}
+    ours = {path.stem[len("ours_testbed_"):] for path in OURS_FILES}
+    assert {"mlp", "bbb", "epinet"} <= agents
+    assert agents <= ours, f"reference figures without our runs: {sorted(agents - ours)}"
+
+
+def test_the_layout_decoder_on_known_ids():
+    # ids quoted in REFERENCE.md: /60 and /270 are T = 10, beta = 0.01, seed index 0, tau 1 / 10
+    assert _problem("classification_2d/60") == (1, 10, 0.01, 0, 61)
+    assert _problem("classification_2d/270") == (10, 10, 0.01, 0, 61)
+    assert _problem("classification_2d/419") == (10, 1000, 0.5, 9, 210)
+
+
+@pytest.mark.parametrize("path", REFERENCE_FILES, ids=lambda p: p.name)
+def test_reference_rows_are_the_problems_their_ids_name(path):
+    frame = pd.read_csv(path)
+    agent = path.stem[len("reference_"):]
+    assert set(frame["agent"]) == {agent}
+    assert not frame.duplicated(["problem_id", "num_ensemble"]).any()
+    assert frame["kl_estimate"].notna().all() and (frame["kl_estimate"] >= -1e-3).all()
+    for row in frame.itertuples():
+        tau, num_train, temperature, _, problem_seed = _problem(row.problem_id)
+        assert (row.tau, row.num_train, row.temperature, row.problem_seed) == (
+            tau, num_train, temperature, problem_seed
+        ), row.problem_id
+
+
+@pytest.mark.parametrize("path", REFERENCE_FILES, ids=lambda p: p.name)
+def test_reference_settings_are_whole(path):
+    """Every kept (T, beta) has seed indices 0-4 at least, the same ones at tau 1 and 10."""
+    frame = pd.read_csv(path)
+    frame["seed_index"] = [_problem(pid)[3] for pid in frame["problem_id"]]
+    for (num_train, temperature), rows in frame.groupby(["num_train", "temperature"]):
+        by_tau = {tau: set(group["seed_index"]) for tau, group in rows.groupby("tau")}
+        where = f"T={num_train} beta={temperature}"
+        assert set(by_tau) == {1, 10}, where
+        assert by_tau[1] == by_tau[10], where
+        assert set(range(MIN_REFERENCE_SEEDS)) <= by_tau[1], where
+
+
+@pytest.mark.parametrize("path", OURS_FILES, ids=lambda p: p.name)
+def test_our_runs_have_every_seed_of_every_setting(path):
+    frame = pd.read_csv(path)
+    assert set(frame["agent"]) == {path.stem[len("ours_testbed_"):]}
+    assert set(frame["input_dim"]) == {2}
+    for key, rows in frame.groupby(["num_train", "temperature", "tau"]):
+        assert sorted(rows["seed"]) == list(range(OURS_SEEDS)), key
