@@ -20,6 +20,7 @@ from typing import IO, Callable
 
 __all__ = [
     "CHECKSUM_SUFFIX",
+    "UNFINISHED_RUN",
     "atomic_write",
     "atomic_write_text",
     "check_output_dir",
@@ -98,6 +99,9 @@ def sha256_hex(data: bytes) -> str:
 # reads the old CSV and then, after (3), the new sidecar retries
 # (read_verified_results).
 CHECKSUM_SUFFIX = ".sha256"
+# The `error` of bandit.csv rows of a run still in progress ("unfinished: 3000 of
+# 10000 steps"): readers leave such runs out, as they do failed ones, and say so.
+UNFINISHED_RUN = "unfinished:"
 _ROWS = "# data rows: "
 _SUMMARISES = "# summarises: "
 _REPLACING = "# being replaced: a writer is between its renames; the version it replaces:"

@@ -219,8 +219,21 @@ def run_command(args: argparse.Namespace) -> int:
             args.out, "bandit", _result_arguments(args, agents), restart=restart, restart_flag="--restart",
             legacy_check=lambda folder: _legacy_difference(folder, agents),
         ) as out:
-            frames = [
-                run_bandit(
+            frames: list[pd.DataFrame] = []
+
+            def results_table(running: pd.DataFrame | None = None) -> pd.DataFrame:
+                df = _family_columns(pd.concat(frames + ([] if running is None else [running]),
+                                               ignore_index=True), env_kwargs)
+                if getattr(args, "dataset", None) is not None:
+                    # run_bandit's rows name the env id only; keep which data set was played.
+                    df.insert(df.columns.get_loc("env") + 1, "dataset", args.dataset)
+                return df
+
+            for agent in agents:
+                # bandit.csv grows with the run: the finished agents' rows and the running
+                # one's rows so far (marked unfinished), rewritten after every chunk, so
+                # `analyze` can read a run in progress and an interrupted run keeps its rows.
+                frames.append(run_bandit(
                     agent,
                     args.env,
                     args.steps,
@@ -231,14 +244,10 @@ def run_command(args: argparse.Namespace) -> int:
                     resume=False if restart else None,
                     progress=not args.no_progress,
                     agent_kwargs=agent_kwargs,
+                    on_rows=lambda rows: write_csv(results_table(rows), out / CSV_NAME),
                     **run_kwargs,
-                )
-                for agent in agents
-            ]
-            df = _family_columns(pd.concat(frames, ignore_index=True), env_kwargs)
-            if getattr(args, "dataset", None) is not None:
-                # run_bandit's rows name the env id only; keep which data set was played.
-                df.insert(df.columns.get_loc("env") + 1, "dataset", args.dataset)
+                ))
+            df = results_table()
             write_csv(df, out / CSV_NAME)
             plot_regret(df, out / FIGURE_NAME)
     except ValueError as error:
