@@ -88,7 +88,7 @@ from decision_bench.evaluation.sweeps import (
     hidden_sizes_label,
 )
 from decision_bench.experiments.cells import Cell
-from decision_bench.experiments.store import ResultsStore
+from decision_bench.experiments.store import ResultsStore, concat_tables
 
 BASELINE = "mlp"
 REALDATA = "realdata"
@@ -354,15 +354,21 @@ def run_cells(
     desc: str,
     describe: Callable[[Cell], str],
     progress: bool,
+    results_csv: Path | None = None,
 ) -> pd.DataFrame:
     """Computes the cells ``store`` does not hold yet, writing each as soon as it
     is done, and returns the rows of all ``cells`` in order, read back from the store.
+
+    results_csv: rewritten after each computed cell with the rows of every finished
+    cell, in order (atomically, with its checksum: ``analyze`` may read it while
+    the run goes on); the caller writes the finished run's file.
 
     What ``experiments.executors.run_cells`` does locally, with the command's own progress bar
     (one step per setting, labelled by ``describe``). A corrupt cell file is
     warned about (by the store) and recomputed.
     """
-    done = [store.read(cell) is not None for cell in cells]
+    finished = [store.read(cell) for cell in cells]  # rows, or None for a cell to compute
+    done = [rows is not None for rows in finished]
     if any(done):
         print(
             f"resuming: {sum(done)} of {len(cells)} cells already done in {store.directory}",
@@ -370,11 +376,14 @@ def run_cells(
         )
     bar = tqdm(total=len(cells), initial=sum(done), desc=desc, unit="setting", disable=not progress)
     try:
-        for cell, finished in zip(cells, done):
-            if finished:
+        for index, cell in enumerate(cells):
+            if done[index]:
                 continue
             bar.set_postfix_str(describe(cell))
-            store.write(cell, compute(cell))
+            finished[index] = compute(cell)
+            store.write(cell, finished[index])
+            if results_csv is not None:
+                write_results_csv(results_csv, concat_tables([rows for rows in finished if rows is not None]))
             bar.update(1)
     finally:
         bar.close()
@@ -492,6 +501,7 @@ def _main_realdata(
     frame = run_cells(
         cells, compute_realdata_cell, store,
         desc=REALDATA, describe=_describe_realdata, progress=not args.no_progress,
+        results_csv=out / "realdata.csv",
     )
     write_results_csv(out / "realdata.csv", frame)
     meta = {
@@ -681,6 +691,7 @@ def _run_testbed_cells(args, out, sweep, custom, seeds, cells, reference, refere
         desc=f"testbed {sweep.name}",
         describe=_describe_testbed,
         progress=not args.no_progress,
+        results_csv=out / "testbed.csv",
     )
     write_results_csv(out / "testbed.csv", frame)
     meta = {

@@ -8,7 +8,8 @@ correlates joint and marginal prediction quality with regret (paper 000, Sec.
 (one agent on one testbed setting, or one agent's bandit run over all seeds);
 each finished cell is stored atomically under ``DIR/cells/``, so running the same
 command again resumes where it stopped. Bandit runs also save their carry every
-chunk under ``DIR/bandit_runs/`` and resume mid-run.
+chunk under ``DIR/bandit_runs/`` and resume mid-run. testbed.csv and bandit.csv
+grow as cells finish (``GrowingTables``), so ``analyze`` can read a run in progress.
 
 Outputs: DIR/testbed.csv, DIR/bandit.csv (with the family columns activation
 and hidden_sizes beside input_dim and num_actions) and DIR/run.json (preset, versions,
@@ -43,7 +44,7 @@ from decision_bench.evaluation.sweeps import (
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.presets import Preset, get_preset, testbed_sweep
-from decision_bench.experiments.store import ResultsStore
+from decision_bench.experiments.store import ResultsStore, concat_tables
 
 
 def load_agent_file(path: str | Path) -> tuple[str, Callable]:
@@ -138,15 +139,55 @@ def bandit_family(cell: Cell) -> dict[str, str]:
 def bandit_table(store: ResultsStore, cells) -> pd.DataFrame:
     """The bandit cells' rows with their family columns (activation, hidden_sizes)
     after temperature; added here, from each cell, so runs stored earlier get them too."""
+    return bandit_rows([(cell, store.load([cell])) for cell in cells])
+
+
+def bandit_rows(cells_and_rows) -> pd.DataFrame:
+    """``bandit_table`` of (bandit cell, its stored rows) pairs, in the given order."""
     frames = []
-    for cell in cells:
-        frame = store.load([cell])
+    for cell, frame in cells_and_rows:
+        frame = frame.copy()
         position = frame.columns.get_loc("temperature") + 1 if "temperature" in frame.columns else len(frame.columns)
         for offset, (column, value) in enumerate(bandit_family(cell).items()):
             if column not in frame.columns:
                 frame.insert(position + offset, column, value)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+class GrowingTables:
+    """testbed.csv and bandit.csv of a run in progress: after each finished cell,
+    the rows of every finished cell of that kind, in the plan's cell order,
+    rewritten atomically (``write_results_csv``: CSV and checksum agree at every
+    moment), so ``analyze`` can read the run while it goes on. The finished run's
+    files are written by ``run_preset`` from the store, as before, so a resumed run
+    ends with the files of an uninterrupted one."""
+
+    def __init__(self, out: Path, cells, store: ResultsStore):
+        self.out, self.cells, self.store = Path(out), tuple(cells), store
+        self.rows: dict[str, pd.DataFrame] = {}  # cell id -> rows, of the finished cells
+
+    def _finished(self, kind: str) -> list:
+        pairs = []
+        for cell in self.cells:
+            if cell.kind != kind:
+                continue
+            if cell.id not in self.rows and self.store.path(cell).exists():
+                # Finished in an earlier session: read once.
+                stored = self.store.read(cell)
+                if stored is not None:
+                    self.rows[cell.id] = stored
+            if cell.id in self.rows:
+                pairs.append((cell, self.rows[cell.id]))
+        return pairs
+
+    def cell_done(self, cell: Cell, rows: pd.DataFrame) -> None:
+        self.rows[cell.id] = rows
+        finished = self._finished(cell.kind)
+        if cell.kind == "testbed":
+            write_results_csv(self.out / "testbed.csv", concat_tables([r for _, r in finished]))
+        else:
+            write_results_csv(self.out / "bandit.csv", bandit_rows(finished))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -334,6 +375,7 @@ def run_preset(
             address=address,
             progress=progress,
             workers=workers,
+            on_cell_done=GrowingTables(out, cells, store).cell_done,
         )
         testbed = store.load([c for c in cells if c.kind == "testbed"])
         bandit = bandit_table(store, [c for c in cells if c.kind == "bandit"])
