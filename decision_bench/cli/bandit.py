@@ -23,6 +23,8 @@ digits; needs scikit-learn) or a .csv / .npz file; the rows get a dataset column
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -31,8 +33,12 @@ from decision_bench._src.console import HelpFormatter, print_error
 from decision_bench._src.files import atomic_write, write_results_csv
 from decision_bench._src.memory import bandit_memory, check_count, check_fits
 from decision_bench._src.rundir import claim_run_dir
+from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench.bandit import make_loop, run_bandit
 from decision_bench.cli.arguments import parse_agent_list
+from decision_bench.experiments import estimate as estimate_module
+from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.estimate import estimate_cells
 
 CSV_NAME = "bandit.csv"
 FIGURE_NAME = "bandit_regret.png"
@@ -96,6 +102,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="continue the runs saved in --out (what happens anyway; kept for old scripts)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.add_argument("--tensorboard", metavar="DIR", default=None,
+                   help="also log the regret curves as TensorBoard event files in DIR, as they grow "
+                   "(needs the tensorboard extra: pip install 'decision-bench[tensorboard]')")
     p.set_defaults(func=run_command)
     return p
 
@@ -215,11 +224,18 @@ def run_command(args: argparse.Namespace) -> int:
             ),
         )
         restart = bool(getattr(args, "restart", False))
-        with claim_run_dir(
+        announce_estimate(args, agents, agent_kwargs, loop.env.input_dim)
+        board = None if getattr(args, "tensorboard", None) is None else TensorBoardLog(args.tensorboard)
+        with closing_board(board), claim_run_dir(
             args.out, "bandit", _result_arguments(args, agents), restart=restart, restart_flag="--restart",
             legacy_check=lambda folder: _legacy_difference(folder, agents),
         ) as out:
             frames: list[pd.DataFrame] = []
+
+            def grown(table: pd.DataFrame) -> None:
+                write_csv(table, out / CSV_NAME)
+                if board is not None:
+                    board.bandit_rows(table)
 
             def results_table(running: pd.DataFrame | None = None) -> pd.DataFrame:
                 df = _family_columns(pd.concat(frames + ([] if running is None else [running]),
@@ -244,7 +260,7 @@ def run_command(args: argparse.Namespace) -> int:
                     resume=False if restart else None,
                     progress=not args.no_progress,
                     agent_kwargs=agent_kwargs,
-                    on_rows=lambda rows: write_csv(results_table(rows), out / CSV_NAME),
+                    on_rows=lambda rows: grown(results_table(rows)),
                     **run_kwargs,
                 ))
             df = results_table()
@@ -257,6 +273,29 @@ def run_command(args: argparse.Namespace) -> int:
     print(summary.to_string(float_format=lambda v: f"{v:.1f}"))
     print(f"wrote {out / CSV_NAME} and {out / FIGURE_NAME}")
     return 0
+
+
+def announce_estimate(args: argparse.Namespace, agents, agent_kwargs: dict | None, input_dim: int) -> None:
+    """Before a long run (estimated >= LONG_RUN_SECONDS), one line on stderr with its
+    estimated cost (``experiments.estimate``); the whole run, saved chunks included."""
+    cells = [
+        Cell("bandit", agent, dict(agent_kwargs or {}),
+             {"env": args.env, "num_steps": args.steps, "input_dim": int(input_dim)}, tuple(range(args.seeds)))
+        for agent in agents
+    ]
+    estimate = estimate_cells(cells)
+    if estimate.wall_seconds >= estimate_module.LONG_RUN_SECONDS:
+        print(estimate.line(), file=sys.stderr)
+
+
+@contextlib.contextmanager
+def closing_board(board: "TensorBoardLog | None"):
+    """Closes the TensorBoard log (flushing its events) however the run ends."""
+    try:
+        yield board
+    finally:
+        if board is not None:
+            board.close()
 
 
 def seed_summary(df: pd.DataFrame) -> pd.DataFrame:

@@ -12,6 +12,7 @@ DIR/report.md and DIR/run.json (preset, versions, timings).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.memory import check_resamples
+from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench.analysis import analyze
 from decision_bench.analysis.correlation import check_num_resamples
 from decision_bench.analysis.pipeline import headline
@@ -26,7 +28,14 @@ from decision_bench.cli.analyze import print_robustness, print_skewed_intervals
 from decision_bench.cli.arguments import parse_agent_list
 from decision_bench.experiments.executors import default_workers
 from decision_bench.experiments.presets import PRESET_NAMES, PRESET_SCOPE, Preset
-from decision_bench.experiments.reproduce import check_agents, claim_preset_dir, run_preset
+from decision_bench.experiments.estimate import format_duration
+from decision_bench.experiments.reproduce import (
+    bandit_rows,
+    check_agents,
+    claim_preset_dir,
+    preset_estimate,
+    run_preset,
+)
 
 
 def reproduce(
@@ -39,20 +48,35 @@ def reproduce(
     num_resamples: int = 1000,
     progress: bool = True,
     workers: int = 1,
+    tensorboard: str | Path | None = None,
 ):
     """Runs (or resumes) a reproduction: the preset's cells, then the analysis; returns
     the analysis result (``decision_bench.analysis.analyze``).
 
     agents: registered names to run instead of the preset's; agent_files: user
     agent files (``experiments.reproduce.load_agent_file``), run next to them;
-    workers: local worker processes (the results do not depend on it).
+    workers: local worker processes (the results do not depend on it); tensorboard: a
+    folder for TensorBoard event files (regret curves and d_KL as cells finish).
     """
     check_num_resamples(num_resamples)  # before hours of cells, not after
     # One claim of OUT (lock and manifest) for the cells and the analysis both;
     # run_preset's own claim inside it is the same run's, so it is re-entrant.
     with claim_preset_dir(preset, out, agents, agent_files, flag="--out") as out:
-        run_preset(preset, out, agents, agent_files, executor, address, progress, workers=workers)
+        board = None if tensorboard is None else TensorBoardLog(tensorboard)
+        try:
+            run_preset(preset, out, agents, agent_files, executor, address, progress, workers=workers,
+                       on_cell_done=None if board is None else functools.partial(_log_cell, board))
+        finally:
+            if board is not None:
+                board.close()
         return analyze(out, num_resamples=num_resamples, seed=0)
+
+
+def _log_cell(board: TensorBoardLog, cell, rows: pd.DataFrame) -> None:
+    if cell.kind == "testbed":
+        board.testbed_rows(rows)
+    else:
+        board.bandit_rows(bandit_rows([(cell, rows)]))
 
 
 def _print_summary(out: Path, result, preset: str | None = None) -> None:
@@ -98,8 +122,37 @@ def register(subparsers) -> argparse.ArgumentParser:
                        f"a count >= 1, or auto (the cores available, at most 4; here {default_workers()})")
         p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (>= 200: 10 beyond each bound of the 90%% interval)")
         p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+        p.add_argument("--tensorboard", metavar="DIR", default=None,
+                       help="also log regret curves and d_KL as TensorBoard event files in DIR as cells finish "
+                       "(pip install 'decision-bench[tensorboard]')")
+        p.add_argument("--estimate", action="store_true",
+                       help="print the cells, bandit steps and estimated wall time of every preset (this one's "
+                       "with its --agents and --workers) and run nothing")
         p.set_defaults(func=_run, preset_name="demo" if name == "demo" else None)
     return p
+
+
+def estimate_table(workers: int) -> pd.DataFrame:
+    """One row per preset: its cells, fits, bandit seed-steps and estimated wall time
+    (cold compilation cache) with ``workers`` local worker processes."""
+    rows = []
+    for name in PRESET_NAMES:
+        estimate = preset_estimate(name, workers=workers)
+        rows.append({
+            "preset": name, "testbed cells": estimate.testbed_cells, "fits": estimate.testbed_problems,
+            "bandit runs": estimate.bandit_cells, "seed-steps": estimate.bandit_seed_steps,
+            "cores": estimate.parallel, "compiling": format_duration(estimate.compile_seconds / estimate.parallel),
+            "wall (estimate)": format_duration(estimate.wall_seconds),
+        })
+    return pd.DataFrame(rows)
+
+
+def print_estimates(preset: str, agents, agent_files, workers: int) -> None:
+    """``reproduce --estimate``: every preset's estimate, then the chosen one's line."""
+    table = estimate_table(workers)
+    print(table.to_string(index=False))
+    estimate = preset_estimate(preset, None, agents, agent_files, workers)
+    print(f"--preset {preset}: {estimate.line()}")
 
 
 def _workers(value: str, executor: str) -> int:
@@ -129,9 +182,13 @@ def _run(args: argparse.Namespace) -> int:
     if agents:
         check_agents(agents)
     agent_files = tuple(args.agent_files)
+    if getattr(args, "estimate", False):
+        print_estimates(preset, agents, agent_files, workers)
+        return 0
     # Claimed before the first line is printed: a refused folder is one line.
     with claim_preset_dir(preset, args.out, agents, agent_files, flag="--out") as out:
         print(f"decision-bench reproduce --preset {preset}: writing to {out}/ (re-run to resume)", file=sys.stderr)
+        print(preset_estimate(preset, out, agents, agent_files, workers).line(), file=sys.stderr)
         result = reproduce(
             preset,
             out,
@@ -142,6 +199,7 @@ def _run(args: argparse.Namespace) -> int:
             num_resamples=args.resamples,
             progress=not args.no_progress,
             workers=workers,
+            tensorboard=args.tensorboard,
         )
     _print_summary(out, result, preset if isinstance(preset, str) else None)
     return 0

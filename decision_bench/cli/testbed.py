@@ -66,6 +66,7 @@ from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import atomic_write_text, sha256_hex, write_results_csv
 from decision_bench._src.memory import INT32_MAX, check_count, check_fits, testbed_memory
 from decision_bench._src.rundir import claim_run_dir
+from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench._src.validation import check_choice
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
@@ -87,7 +88,9 @@ from decision_bench.evaluation.sweeps import (
     get_sweep,
     hidden_sizes_label,
 )
+from decision_bench.experiments import estimate as estimate_module
 from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.estimate import estimate_cells
 from decision_bench.experiments.store import ResultsStore, concat_tables
 
 BASELINE = "mlp"
@@ -179,6 +182,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="a setting of the --reference agent (repeatable), e.g. num_chains=2",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--tensorboard", metavar="DIR", default=None,
+                        help="also log the mean d_KL per agent, design and setting as TensorBoard event files "
+                        "in DIR as cells finish (pip install 'decision-bench[tensorboard]')")
     parser.set_defaults(func=main)
     return parser
 
@@ -355,13 +361,15 @@ def run_cells(
     describe: Callable[[Cell], str],
     progress: bool,
     results_csv: Path | None = None,
+    on_cell_done: Callable[[Cell, pd.DataFrame], None] | None = None,
 ) -> pd.DataFrame:
     """Computes the cells ``store`` does not hold yet, writing each as soon as it
     is done, and returns the rows of all ``cells`` in order, read back from the store.
 
     results_csv: rewritten after each computed cell with the rows of every finished
     cell, in order (atomically, with its checksum: ``analyze`` may read it while
-    the run goes on); the caller writes the finished run's file.
+    the run goes on); the caller writes the finished run's file. on_cell_done(cell,
+    rows): called after each computed cell is stored.
 
     What ``experiments.executors.run_cells`` does locally, with the command's own progress bar
     (one step per setting, labelled by ``describe``). A corrupt cell file is
@@ -374,6 +382,9 @@ def run_cells(
             f"resuming: {sum(done)} of {len(cells)} cells already done in {store.directory}",
             file=sys.stderr,
         )
+    estimate = estimate_cells([cell for cell, finished in zip(cells, done) if not finished])
+    if estimate.wall_seconds >= estimate_module.LONG_RUN_SECONDS:
+        print(estimate.line(), file=sys.stderr)
     bar = tqdm(total=len(cells), initial=sum(done), desc=desc, unit="setting", disable=not progress)
     try:
         for index, cell in enumerate(cells):
@@ -384,6 +395,8 @@ def run_cells(
             store.write(cell, finished[index])
             if results_csv is not None:
                 write_results_csv(results_csv, concat_tables([rows for rows in finished if rows is not None]))
+            if on_cell_done is not None:
+                on_cell_done(cell, finished[index])
             bar.update(1)
     finally:
         bar.close()
@@ -684,15 +697,21 @@ def _run_testbed_cells(args, out, sweep, custom, seeds, cells, reference, refere
         compute_testbed_cell if reference is None
         else functools.partial(compute_testbed_cell, reference_fits=ReferenceFits())
     )
-    frame = run_cells(
-        cells,
-        compute,
-        ResultsStore(out / CELLS_DIR),
-        desc=f"testbed {sweep.name}",
-        describe=_describe_testbed,
-        progress=not args.no_progress,
-        results_csv=out / "testbed.csv",
-    )
+    board = None if getattr(args, "tensorboard", None) is None else TensorBoardLog(args.tensorboard)
+    try:
+        frame = run_cells(
+            cells,
+            compute,
+            ResultsStore(out / CELLS_DIR),
+            desc=f"testbed {sweep.name}",
+            describe=_describe_testbed,
+            progress=not args.no_progress,
+            results_csv=out / "testbed.csv",
+            on_cell_done=None if board is None else lambda cell, rows: board.testbed_rows(rows),
+        )
+    finally:
+        if board is not None:
+            board.close()
     write_results_csv(out / "testbed.csv", frame)
     meta = {
         "versions": environment_info(),

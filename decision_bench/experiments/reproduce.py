@@ -155,6 +155,17 @@ def bandit_rows(cells_and_rows) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _both(first: Callable, second: Callable | None) -> Callable:
+    if second is None:
+        return first
+
+    def call(cell: Cell, rows: pd.DataFrame) -> None:
+        first(cell, rows)
+        second(cell, rows)
+
+    return call
+
+
 class GrowingTables:
     """testbed.csv and bandit.csv of a run in progress: after each finished cell,
     the rows of every finished cell of that kind, in the plan's cell order,
@@ -348,13 +359,16 @@ def run_preset(
     address: str | None = None,
     progress: bool = True,
     workers: int = 1,
+    on_cell_done: Callable[[Cell, pd.DataFrame], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs (or resumes) a preset's cells; writes OUT/testbed.csv, OUT/bandit.csv and
     OUT/run.json and returns (testbed rows, bandit rows).
 
     agents: registered names to run instead of the preset's (None); agent_files: user
     agent files (see ``load_agent_file``), run next to them; workers: local worker
-    processes (``experiments.run_cells``; the rows do not depend on it). OUT is
+    processes (``experiments.run_cells``; the rows do not depend on it);
+    on_cell_done(cell, rows): called after each computed cell is stored and the
+    results files are rewritten (e.g. TensorBoard logging). OUT is
     claimed for the run (``claim_preset_dir``): a folder of another run, or one in
     use by another process, is refused with one line.
     """
@@ -375,7 +389,7 @@ def run_preset(
             address=address,
             progress=progress,
             workers=workers,
-            on_cell_done=GrowingTables(out, cells, store).cell_done,
+            on_cell_done=_both(GrowingTables(out, cells, store).cell_done, on_cell_done),
         )
         testbed = store.load([c for c in cells if c.kind == "testbed"])
         bandit = bandit_table(store, [c for c in cells if c.kind == "bandit"])
@@ -391,3 +405,23 @@ def run_preset(
         }
         atomic_write_text(out / "run.json", json.dumps(run_info, indent=1, default=str))
     return testbed, bandit
+
+
+def preset_estimate(
+    preset: str | Preset,
+    out: str | Path | None = None,
+    agents: tuple[str, ...] | None = None,
+    agent_files: tuple[str, ...] = (),
+    workers: int = 1,
+):
+    """The estimated cost (``experiments.estimate.Estimate``) of the preset's cells not
+    yet stored in OUT (all of them without OUT), with ``workers`` local processes."""
+    from decision_bench.experiments.estimate import cores_available, estimate_cells  # noqa: PLC0415
+
+    preset, chosen, custom = _plan(preset, agents, agent_files)
+    cells = build_cells(preset, chosen + tuple(n for n, _ in custom),
+                        {n: sha256_hex(Path(p).read_bytes()) for n, p in custom})
+    if out is not None:
+        store = ResultsStore(Path(out) / "cells")
+        cells = tuple(cell for cell in cells if not store.path(cell).exists())
+    return estimate_cells(cells, parallel=min(workers, cores_available()))
