@@ -3,9 +3,10 @@
     decision-bench bandit --agents mlp,ensemble+ --env NeuralBandit-v0 --input-dim 2 \\
         --num-actions 40 --temperature 0.1 --steps 10000 --seeds 5 --out DIR
 
-writes DIR/bandit.csv (the rows of ``run_bandit`` for every agent) and
-DIR/bandit_regret.png (mean cumulative regret against time, with a band of one
-standard error over seeds). Each agent's run is checkpointed after every chunk
+writes DIR/bandit.csv (the rows of ``run_bandit`` for every agent; rewritten after
+every chunk while the run goes on, the running agent's rows marked "unfinished: t
+of T steps" in the error column) and DIR/bandit_regret.png (mean cumulative regret
+against time, with a band of one standard error over seeds). Each agent's run is checkpointed after every chunk
 under DIR/checkpoints/<agent>/, so running the same command again continues
 where an interrupted one stopped; --restart discards the saved runs and starts
 over. A folder holding another run (another command, or other arguments: see
@@ -224,12 +225,12 @@ def run_command(args: argparse.Namespace) -> int:
             ),
         )
         restart = bool(getattr(args, "restart", False))
-        announce_estimate(args, agents, agent_kwargs, loop.env.input_dim)
         board = None if getattr(args, "tensorboard", None) is None else TensorBoardLog(args.tensorboard)
         with closing_board(board), claim_run_dir(
             args.out, "bandit", _result_arguments(args, agents), restart=restart, restart_flag="--restart",
             legacy_check=lambda folder: _legacy_difference(folder, agents),
         ) as out:
+            announce_estimate(args, agents, agent_kwargs, loop.env.input_dim)
             frames: list[pd.DataFrame] = []
 
             def grown(table: pd.DataFrame) -> None:
