@@ -1,6 +1,7 @@
 """Results files grow while a run goes on (issue 21, part 3): an interrupted run
 keeps the rows of what finished, marks the rest unfinished, every version on disk
-verifies, and the resumed run ends with the uninterrupted run's rows."""
+verifies, and the resumed run ends with the uninterrupted run's rows. (The testbed
+command's growing testbed.csv: tests/cli/test_testbed_resume.py.)"""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import pandas as pd
 import pytest
 
 import decision_bench.cli.bandit as bandit_cli
-import decision_bench.cli.testbed as testbed_cli
 from decision_bench._src.files import UNFINISHED_RUN
 from decision_bench.analysis.inputs import read_bandit, read_testbed
 from decision_bench.analysis.join import bandit_final_regret
@@ -71,34 +71,6 @@ def test_an_interrupted_bandit_command_leaves_the_finished_agent_and_the_chunks_
     assert main(BANDIT + ["--out", str(tmp_path / "run")]) == 0
     resumed = pd.read_csv(tmp_path / "run" / "bandit.csv")
     pd.testing.assert_frame_equal(resumed.drop(columns="wall_seconds"), fresh.drop(columns="wall_seconds"))
-
-
-TESTBED = ["testbed", "--agents", "uniform,logistic", "--num-train", "3", "--temperature", "0.1", "--tau", "1",
-           "--num-test", "20", "--num-models", "20", "--seeds", "1", "--no-progress"]
-TIMING = ["fit_seconds", "eval_seconds", "compile_seconds"]
-
-
-def test_an_interrupted_testbed_command_leaves_the_finished_cells_rows(tmp_path, monkeypatch):
-    assert main(TESTBED + ["--out", str(tmp_path / "fresh")]) == 0
-    fresh = pd.read_csv(tmp_path / "fresh" / "testbed.csv")
-
-    real_compute = testbed_cli.compute_testbed_cell
-
-    def compute(cell):
-        if cell.agent == "logistic":
-            raise KeyboardInterrupt
-        return real_compute(cell)
-
-    monkeypatch.setattr(testbed_cli, "compute_testbed_cell", compute)
-    assert main(TESTBED + ["--out", str(tmp_path / "run")]) == 130
-    left = read_testbed(tmp_path / "run" / "testbed.csv")  # verified against its checksum
-    assert left.agent.unique().tolist() == ["uniform"]
-    np.testing.assert_array_equal(left.kl.to_numpy(), fresh[fresh.agent == "uniform"].kl.to_numpy())
-
-    monkeypatch.undo()
-    assert main(TESTBED + ["--out", str(tmp_path / "run")]) == 0
-    resumed = pd.read_csv(tmp_path / "run" / "testbed.csv")
-    pd.testing.assert_frame_equal(resumed.drop(columns=TIMING), fresh.drop(columns=TIMING))
 
 
 def _preset_cells() -> tuple[Cell, ...]:
