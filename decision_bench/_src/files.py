@@ -14,15 +14,18 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Callable
 
 __all__ = [
     "CHECKSUM_SUFFIX",
+    "UNFINISHED_RUN",
     "atomic_write",
     "atomic_write_text",
     "check_output_dir",
     "checksum_path",
+    "read_verified_results",
     "sha256_hex",
     "umask_mode",
     "verify_results_file",
@@ -82,13 +85,29 @@ def sha256_hex(data: bytes) -> str:
 # sidecar NAME.csv.sha256 in `sha256sum` format (`sha256sum -c NAME.csv.sha256`
 # checks it by hand), with comment lines recording the number of data rows and,
 # for a summary, the checksum of the file it summarises. The CSV itself stays a
-# plain CSV that pd.read_csv reads as is. The sidecar is written after the CSV:
-# a kill between the two leaves a CSV that does not match its sidecar, which
-# readers refuse; a CSV without a sidecar (a user's own file) is read as
-# unverified.
+# plain CSV that pd.read_csv reads as is. A CSV without a sidecar (a user's own
+# file) is read as unverified.
+#
+# Runs rewrite their CSVs while they go on (a row set per finished chunk or
+# cell), and `analyze` may read them at any moment, so the pair must agree at
+# every instant although two files cannot be renamed at once. A rewrite is three
+# atomic renames: (1) the sidecar lists the new version and the one on disk;
+# (2) the CSV is replaced; (3) the sidecar lists the new version alone. Between
+# (1) and (3) the sidecar vouches for both versions (a reader accepts either,
+# each with its own row count; `sha256sum -c` reports the one not on disk as
+# FAILED), so a kill at any moment leaves a pair that verifies. A reader that
+# reads the old CSV and then, after (3), the new sidecar retries
+# (read_verified_results).
 CHECKSUM_SUFFIX = ".sha256"
+# The `error` of bandit.csv rows of a run still in progress ("unfinished: 3000 of
+# 10000 steps"): readers leave such runs out, as they do failed ones, and say so.
+UNFINISHED_RUN = "unfinished:"
 _ROWS = "# data rows: "
 _SUMMARISES = "# summarises: "
+_REPLACING = "# being replaced: a writer is between its renames; the version it replaces:"
+# How often a reader re-reads a results file that changed under it while it read.
+_READ_ATTEMPTS = 4
+_READ_RETRY_SECONDS = 0.05
 
 
 def checksum_path(path: str | os.PathLike) -> Path:
@@ -97,9 +116,42 @@ def checksum_path(path: str | os.PathLike) -> Path:
     return path.with_name(path.name + CHECKSUM_SUFFIX)
 
 
+def _sidecar_versions(lines: list[str]) -> list[tuple[str, int]]:
+    """(digest, data rows) of each version a sidecar lists, newest first; each digest
+    line goes with the "# data rows" line before it. ValueError when none does."""
+    versions, rows = [], None
+    for line in lines:
+        if line.startswith(_ROWS):
+            rows = int(line[len(_ROWS):])
+        elif line and not line.startswith("#"):
+            if rows is None:
+                raise ValueError("a checksum line without its row count")
+            versions.append((line.split()[0], rows))
+            rows = None
+    if not versions:
+        raise ValueError("no checksum line")
+    return versions
+
+
+def _vouched_version(path: Path) -> tuple[str, int] | None:
+    """(digest, rows) of the version of ``path`` now on disk, if its sidecar vouches for it."""
+    sidecar = checksum_path(path)
+    if not path.is_file() or not sidecar.is_file():
+        return None
+    try:
+        versions = _sidecar_versions(sidecar.read_text(encoding="utf-8").splitlines())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    digest = sha256_hex(path.read_bytes())
+    return next((v for v in versions if v[0] == digest), None)
+
+
 def write_results_csv(path: str | os.PathLike, table, summarises: str | os.PathLike | None = None) -> Path:
     """Writes ``table`` (a pandas DataFrame: anything with ``to_csv`` and ``len``)
-    as a CSV without its index, atomically, then its checksum file.
+    as a CSV without its index, atomically, with its checksum file.
+
+    May be called again and again on one path while a run grows it: at every
+    moment the CSV on disk matches its checksum file (see the comment above).
 
     ``summarises``: another results file this one is computed from (tune_summary.csv
     from tune.csv); its current checksum is recorded, so a reader can tell that the
@@ -107,13 +159,24 @@ def write_results_csv(path: str | os.PathLike, table, summarises: str | os.PathL
     """
     path = Path(path)
     data = table.to_csv(index=False).encode("utf-8")
-    atomic_write(path, lambda handle: handle.write(data))
-    lines = [f"{_ROWS}{len(table)}"]
+    digest = sha256_hex(data)
+    header = []
     if summarises is not None:
         source = Path(summarises)
-        lines.append(f"{_SUMMARISES}{source.name} {sha256_hex(source.read_bytes())}")
-    lines.append(f"{sha256_hex(data)}  {path.name}")
-    atomic_write_text(checksum_path(path), "\n".join(lines) + "\n")
+        header.append(f"{_SUMMARISES}{source.name} {sha256_hex(source.read_bytes())}")
+    final = header + [f"{_ROWS}{len(table)}", f"{digest}  {path.name}"]
+    previous = _vouched_version(path)
+    if previous is not None and previous[0] != digest:
+        transitional = final + [_REPLACING, f"{_ROWS}{previous[1]}", f"{previous[0]}  {path.name}"]
+        atomic_write_text(checksum_path(path), "\n".join(transitional) + "\n")
+    else:
+        # No vouched version on disk (a first write, or a file the sidecar does not
+        # match): the new sidecar goes first, so a CSV never stands beside a sidecar
+        # that does not list it once this write has begun.
+        atomic_write_text(checksum_path(path), "\n".join(final) + "\n")
+    atomic_write(path, lambda handle: handle.write(data))
+    if previous is not None and previous[0] != digest:
+        atomic_write_text(checksum_path(path), "\n".join(final) + "\n")
     return path
 
 
@@ -123,8 +186,9 @@ def verify_results_file(path: str | os.PathLike, data: bytes) -> int | None:
     Returns the recorded number of data rows, or None when there is no checksum
     file (a hand-made or older file: the caller treats it as unverified). Raises
     ValueError (one line naming the file) when the checksum file is unreadable,
-    the bytes do not match it (cut short, edited, or a kill between writes), or
-    the file it summarises has changed since.
+    the bytes match none of the versions it lists (cut short, edited, or a kill
+    between writes of an older decision-bench), or the file it summarises has
+    changed since.
     """
     path = Path(path)
     sidecar = checksum_path(path)
@@ -133,11 +197,12 @@ def verify_results_file(path: str | os.PathLike, data: bytes) -> int | None:
     advice = f"re-run the command that wrote it, or delete {sidecar.name} to read {path.name} as an unverified file"
     try:
         lines = sidecar.read_text(encoding="utf-8").splitlines()
-        rows = int(next(line for line in lines if line.startswith(_ROWS))[len(_ROWS):])
-        digest = next(line for line in lines if line and not line.startswith("#")).split()[0]
-    except (OSError, UnicodeDecodeError, ValueError, StopIteration, IndexError):
+        versions = _sidecar_versions(lines)
+    except (OSError, UnicodeDecodeError, ValueError, IndexError):
         raise ValueError(f"{path}: its checksum file {sidecar.name} is unreadable; {advice}") from None
-    if sha256_hex(data) != digest:
+    digest = sha256_hex(data)
+    rows = next((count for recorded, count in versions if recorded == digest), None)
+    if rows is None:
         raise ValueError(
             f"{path} does not match its checksum in {sidecar.name} (cut short, edited, or written "
             f"by an interrupted run); {advice}"
@@ -152,6 +217,23 @@ def verify_results_file(path: str | os.PathLike, data: bytes) -> int | None:
                     f"between its writes, or files mixed from two runs); {advice}"
                 )
     return rows
+
+
+def read_verified_results(path: str | os.PathLike) -> tuple[bytes, int | None]:
+    """(bytes, recorded data rows or None when unverified) of results file ``path``,
+    checked by ``verify_results_file``. A run in progress may replace the file
+    between the reads of the CSV and of its checksum file: a mismatch is read
+    again a few times (0.05 s apart) before it is reported. OSError (e.g.
+    FileNotFoundError) as ``Path.read_bytes`` raises it."""
+    path = Path(path)
+    for _ in range(_READ_ATTEMPTS - 1):
+        data = path.read_bytes()
+        try:
+            return data, verify_results_file(path, data)
+        except ValueError:
+            time.sleep(_READ_RETRY_SECONDS)
+    data = path.read_bytes()
+    return data, verify_results_file(path, data)
 
 
 def check_output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:

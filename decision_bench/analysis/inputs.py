@@ -45,7 +45,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from decision_bench._src.files import verify_results_file
+from decision_bench._src.files import read_verified_results
 
 __all__ = [
     "BANDIT_OPTIONAL",
@@ -120,8 +120,8 @@ def read_results_csv(
     expected = f"required columns: {list(required)}" + (f"; optional: {list(optional)}" if optional else "")
     try:
         # utf-8-sig: a byte-order mark from a spreadsheet export is not part of the first column's name.
-        raw = path.read_bytes()
-        recorded_rows = verify_results_file(path, raw)
+        # Read with retries: a run in progress may be replacing it (_src/files.py).
+        raw, recorded_rows = read_verified_results(path)
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise ValueError(

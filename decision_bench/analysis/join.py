@@ -44,6 +44,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from decision_bench._src.files import UNFINISHED_RUN
 from decision_bench.analysis.inputs import (
     BANDIT_REQUIRED,
     BANDIT_SETTING_COLUMNS,
@@ -223,12 +224,15 @@ def bandit_final_regret(bandit: pd.DataFrame) -> pd.DataFrame:
     rows = bandit
     failed = failed_rows(rows)
     if failed.any():
-        runs = sorted(set(map(tuple, rows.loc[failed, ["agent", "seed"]].astype(str).to_numpy().tolist())))
-        warnings.warn(
-            f"dropping {len(runs)} failed bandit runs (agent, seed): {runs[:10]}",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        # Runs still in progress (a results file read while its run goes on) are
+        # named apart from runs that failed.
+        unfinished = failed & rows["error"].astype(str).str.startswith(UNFINISHED_RUN).to_numpy()
+        for mask, what in ((failed & ~unfinished, "failed bandit runs"),
+                           (unfinished, "unfinished bandit runs (still running)")):
+            if mask.any():
+                runs = sorted(set(map(tuple, rows.loc[mask, ["agent", "seed"]].astype(str).to_numpy().tolist())))
+                warnings.warn(f"dropping {len(runs)} {what} (agent, seed): {runs[:10]}", RuntimeWarning,
+                              stacklevel=2)
         rows = rows.loc[~failed]
     runs = run_final_regret(rows)
     regret = pd.to_numeric(runs["final_regret"], errors="coerce")

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from decision_bench._src.files import UNFINISHED_RUN
 from decision_bench._src.validation import check_int
 from decision_bench._src.versions import result_versions
 from decision_bench.bandit.checkpoints import (
@@ -82,6 +83,7 @@ def run_bandit(
     greedy_samples: int = 32,
     callback: Callable[[int], None] | None = None,
     agent_fingerprint: str | None = None,
+    on_rows: Callable[[pd.DataFrame], None] | None = None,
 ) -> pd.DataFrame:
     """Runs a bandit experiment for every seed at once; returns one row per (seed, log step).
 
@@ -111,6 +113,11 @@ def run_bandit(
       or jax version, or another agent fingerprint) is stale: one warning names
       the cause and the run starts over from step 0. callback(t) is called
       after each chunk.
+    on_rows(rows): called with the rows logged so far, after each chunk and
+      once before the first when a saved run is resumed (so a results file can
+      grow with the run). While steps remain, a seed's rows have final_regret
+      NaN and error "unfinished: t of num_steps steps" (``_src.files.UNFINISHED_RUN``);
+      the last call gets the rows this function returns.
     agent_fingerprint: what identifies the agent's code in checkpoints; default:
       ``default_agent_fingerprint`` (a registered agent's resolved config, the file
       of a ``make_agent`` function).
@@ -191,6 +198,15 @@ def run_bandit(
         unit="step",
         disable=not progress,
     )
+
+    def report_rows() -> pd.DataFrame:
+        # wall_seconds: the whole vmapped run so far, compilation included
+        return _rows(loop, env_id, seed_list, log_steps, logged, np.asarray(carry.failed_at),
+                     previous_wall + time.perf_counter() - start, steps_done=t)
+
+    rows = None  # the rows last given to on_rows
+    if on_rows is not None and 0 < t < num_steps:
+        on_rows(report_rows())
     with bar:
         while t < num_steps:
             length = min(chunk_size, num_steps - t)
@@ -205,11 +221,15 @@ def run_bandit(
                 wall = previous_wall + time.perf_counter() - start
                 save_checkpoint(out_path, config, carry, t, wall, logged)
             bar.update(length)
+            if on_rows is not None:
+                rows = report_rows()
+                on_rows(rows)
             if callback is not None:
                 callback(t)
-    wall_seconds = previous_wall + time.perf_counter() - start
-    failed_at = np.asarray(carry.failed_at)
-    return _rows(loop, env_id, seed_list, log_steps, logged, failed_at, wall_seconds)
+    if on_rows is not None and rows is None:
+        rows = report_rows()  # a run resumed from its last chunk
+        on_rows(rows)
+    return report_rows() if rows is None else rows
 
 
 def _rows(
@@ -220,15 +240,23 @@ def _rows(
     logged: np.ndarray,
     failed_at: np.ndarray,
     wall_seconds: float,
+    steps_done: int | None = None,
 ) -> pd.DataFrame:
-    """The tidy result: logged [S, len(log_steps)] cumulative regrets, failed_at [S]."""
+    """The tidy result: logged [S, k] cumulative regrets at the first k of log_steps,
+    failed_at [S]. steps_done < log_steps[-1]: a run in progress, whose seeds that
+    have not failed get final_regret NaN and error "unfinished: ...". """
     num_seeds, num_logs = logged.shape
+    total_steps = int(log_steps[-1])
+    log_steps = log_steps[:num_logs]
     failed = failed_at > 0
     # Rows at or after a failure step carry NaN: the seed stopped there.
     cumulative = np.where(failed[:, None] & (log_steps[None, :] >= failed_at[:, None]), np.nan, logged)
-    final = np.where(failed, np.nan, logged[:, -1])
+    unfinished = steps_done is not None and steps_done < total_steps
+    final = np.where(failed | unfinished, np.nan, logged[:, -1] if num_logs else np.nan)
     errors = [
-        f"agent parameters became non-finite at step {int(s)}; seed stopped" if s > 0 else ""
+        f"agent parameters became non-finite at step {int(s)}; seed stopped" if s > 0
+        else f"{UNFINISHED_RUN} {steps_done} of {total_steps} steps" if unfinished
+        else ""
         for s in failed_at
     ]
     env = loop.env

@@ -3,9 +3,10 @@
     decision-bench bandit --agents mlp,ensemble+ --env NeuralBandit-v0 --input-dim 2 \\
         --num-actions 40 --temperature 0.1 --steps 10000 --seeds 5 --out DIR
 
-writes DIR/bandit.csv (the rows of ``run_bandit`` for every agent) and
-DIR/bandit_regret.png (mean cumulative regret against time, with a band of one
-standard error over seeds). Each agent's run is checkpointed after every chunk
+writes DIR/bandit.csv (the rows of ``run_bandit`` for every agent; rewritten after
+every chunk while the run goes on, the running agent's rows marked "unfinished: t
+of T steps" in the error column) and DIR/bandit_regret.png (mean cumulative regret
+against time, with a band of one standard error over seeds). Each agent's run is checkpointed after every chunk
 under DIR/checkpoints/<agent>/, so running the same command again continues
 where an interrupted one stopped; --restart discards the saved runs and starts
 over. A folder holding another run (another command, or other arguments: see
@@ -32,6 +33,8 @@ rows get a column per setting of the environment (delta, context_dim, ...).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -41,11 +44,15 @@ from decision_bench._src.extras import FIGURES_SKIPPED, plotting_available
 from decision_bench._src.files import atomic_write, write_results_csv
 from decision_bench._src.memory import bandit_memory, check_count, check_fits
 from decision_bench._src.rundir import claim_run_dir
+from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench._src.validation import check_choice
 from decision_bench.agents.registry import names as agent_names
 from decision_bench.bandit import make_loop, run_bandit
 from decision_bench.cli.arguments import AGENT_FILE_HELP, SET_HELP, parse_agent_list, parse_settings, settings_label
+from decision_bench.experiments import estimate as estimate_module
 from decision_bench.experiments.agent_files import AgentFile, file_fingerprint, read_agent_files
+from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.estimate import estimate_cells
 
 CSV_NAME = "bandit.csv"
 FIGURE_NAME = "bandit_regret.png"
@@ -120,6 +127,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="continue the runs saved in --out (what happens anyway; kept for old scripts)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.add_argument("--tensorboard", metavar="DIR", default=None,
+                   help="also log the regret curves as TensorBoard event files in DIR, as they grow "
+                   "(needs the tensorboard extra: pip install 'decision-bench[tensorboard]')")
     p.set_defaults(func=run_command)
     return p
 
@@ -276,12 +286,39 @@ def run_command(args: argparse.Namespace) -> int:
             ),
         )
         restart = bool(getattr(args, "restart", False))
-        with claim_run_dir(
+        board = None if getattr(args, "tensorboard", None) is None else TensorBoardLog(args.tensorboard)
+        with closing_board(board), claim_run_dir(
             args.out, "bandit", _result_arguments(args, agents, files, settings), restart=restart,
             restart_flag="--restart", legacy_check=lambda folder: _legacy_difference(folder, agents),
         ) as out:
-            frames = [
-                run_bandit(
+            announce_estimate(args, {agent: kwargs for agent, (_, kwargs, _) in planned.items()}, loop.env.input_dim)
+            frames: list[pd.DataFrame] = []
+
+            def grown(table: pd.DataFrame) -> None:
+                write_csv(table, out / CSV_NAME)
+                if board is not None:
+                    board.bandit_rows(table)
+
+            def results_table(running: pd.DataFrame | None = None) -> pd.DataFrame:
+                df = _family_columns(pd.concat(frames + ([] if running is None else [running]),
+                                               ignore_index=True), env_kwargs)
+                if getattr(args, "dataset", None) is not None:
+                    # run_bandit's rows name the env id only; keep which data set was played.
+                    df.insert(df.columns.get_loc("env") + 1, "dataset", args.dataset)
+                if settings:
+                    # Which hyperparameters each agent ran with ("" for the defaults).
+                    df.insert(df.columns.get_loc("agent") + 1, "agent_config",
+                              df["agent"].map(lambda a: settings_label(settings.get(a, {}))))
+                return _showdown_columns(df, loop.env)
+
+            file_names = {f.name for f in files}
+            for agent, (runnable, agent_kwargs, fingerprint) in planned.items():
+                # An agent file's rows carry the name --agents gave it (its record's own name may differ).
+                rename = {"agent": agent} if agent in file_names else {}
+                # bandit.csv grows with the run: the finished agents' rows and the running
+                # one's rows so far (marked unfinished), rewritten after every chunk, so
+                # `analyze` can read a run in progress and an interrupted run keeps its rows.
+                frames.append(run_bandit(
                     runnable,
                     args.env,
                     args.steps,
@@ -293,20 +330,10 @@ def run_command(args: argparse.Namespace) -> int:
                     progress=not args.no_progress,
                     agent_kwargs=agent_kwargs,
                     agent_fingerprint=fingerprint,
+                    on_rows=lambda rows, rename=rename: grown(results_table(rows.assign(**rename))),
                     **run_kwargs,
-                # An agent file's rows carry the name --agents gave it (its record's own name may differ).
-                ).assign(**({"agent": agent} if agent in {f.name for f in files} else {}))
-                for agent, (runnable, agent_kwargs, fingerprint) in planned.items()
-            ]
-            df = _family_columns(pd.concat(frames, ignore_index=True), env_kwargs)
-            if getattr(args, "dataset", None) is not None:
-                # run_bandit's rows name the env id only; keep which data set was played.
-                df.insert(df.columns.get_loc("env") + 1, "dataset", args.dataset)
-            if settings:
-                # Which hyperparameters each agent ran with ("" for the defaults).
-                df.insert(df.columns.get_loc("agent") + 1, "agent_config",
-                          df["agent"].map(lambda a: settings_label(settings.get(a, {}))))
-            df = _showdown_columns(df, loop.env)
+                ).assign(**rename))
+            df = results_table()
             write_csv(df, out / CSV_NAME)
             # Without the `plot` extra the CSV is the result; the figure is skipped.
             plotted = plotting_available()
@@ -339,6 +366,30 @@ def _showdown_columns(df: pd.DataFrame, env: object) -> pd.DataFrame:
     for offset, name in enumerate(new):
         df.insert(position + offset, name, getattr(env, name))
     return df
+
+
+def announce_estimate(args: argparse.Namespace, agent_kwargs: dict, input_dim: int) -> None:
+    """Before a long run (estimated >= LONG_RUN_SECONDS), one line on stderr with its
+    estimated cost (``experiments.estimate``); the whole run, saved chunks included.
+    agent_kwargs: {agent: its hyperparameters (None for the defaults)}."""
+    cells = [
+        Cell("bandit", agent, dict(kwargs or {}),
+             {"env": args.env, "num_steps": args.steps, "input_dim": int(input_dim)}, tuple(range(args.seeds)))
+        for agent, kwargs in agent_kwargs.items()
+    ]
+    estimate = estimate_cells(cells)
+    if estimate.wall_seconds >= estimate_module.LONG_RUN_SECONDS:
+        print(estimate.line(), file=sys.stderr)
+
+
+@contextlib.contextmanager
+def closing_board(board: "TensorBoardLog | None"):
+    """Closes the TensorBoard log (flushing its events) however the run ends."""
+    try:
+        yield board
+    finally:
+        if board is not None:
+            board.close()
 
 
 def seed_summary(df: pd.DataFrame) -> pd.DataFrame:

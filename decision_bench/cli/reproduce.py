@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import sys
 import textwrap
 from pathlib import Path
@@ -22,6 +23,7 @@ import pandas as pd
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.extras import FIGURES_SKIPPED
 from decision_bench._src.memory import check_resamples
+from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench.analysis import analyze
 from decision_bench.analysis.correlation import check_num_resamples
 from decision_bench.analysis.pipeline import HEADLINE_LEVELS, headline
@@ -29,9 +31,17 @@ from decision_bench.cli.analyze import print_robustness, print_skewed_intervals
 from decision_bench.cli.arguments import SET_HELP, parse_agent_list, parse_settings
 from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.experiments.executors import default_workers
+from decision_bench.experiments.estimate import format_duration
 from decision_bench.experiments.experiment_file import preset_to_toml, read_experiment_file
 from decision_bench.experiments.presets import PRESET_NAMES, PRESET_SCOPE, Preset, get_preset
-from decision_bench.experiments.reproduce import check_agents, claim_preset_dir, run_preset, with_settings
+from decision_bench.experiments.reproduce import (
+    bandit_rows,
+    check_agents,
+    claim_preset_dir,
+    preset_estimate,
+    run_preset,
+    with_settings,
+)
 
 
 def reproduce(
@@ -45,6 +55,7 @@ def reproduce(
     progress: bool = True,
     workers: int = 1,
     settings: dict | None = None,
+    tensorboard: str | Path | None = None,
 ):
     """Runs (or resumes) a reproduction: the preset's cells, then the analysis; returns
     the analysis result (``decision_bench.analysis.analyze``).
@@ -54,14 +65,29 @@ def reproduce(
     to run instead of the preset's; agent_files: user agent files
     (``experiments.agent_files.read_agent_file``), run next to them; settings:
     {agent: {hyperparameter: value}} over the preset's overrides (--set);
-    workers: local worker processes (the results do not depend on it).
+    workers: local worker processes (the results do not depend on it); tensorboard: a
+    folder for TensorBoard event files (regret curves and d_KL as cells finish).
     """
     check_num_resamples(num_resamples)  # before hours of cells, not after
     # One claim of OUT (lock and manifest) for the cells and the analysis both;
     # run_preset's own claim inside it is the same run's, so it is re-entrant.
     with claim_preset_dir(preset, out, agents, agent_files, flag="--out", settings=settings) as out:
-        run_preset(preset, out, agents, agent_files, executor, address, progress, workers=workers, settings=settings)
+        board = None if tensorboard is None else TensorBoardLog(tensorboard)
+        try:
+            run_preset(preset, out, agents, agent_files, executor, address, progress, workers=workers,
+                       settings=settings,
+                       on_cell_done=None if board is None else functools.partial(_log_cell, board))
+        finally:
+            if board is not None:
+                board.close()
         return analyze(out, num_resamples=num_resamples, seed=0)
+
+
+def _log_cell(board: TensorBoardLog, cell, rows: pd.DataFrame) -> None:
+    if cell.kind == "testbed":
+        board.testbed_rows(rows)
+    else:
+        board.bandit_rows(bandit_rows([(cell, rows)]))
 
 
 def agent_table(result) -> pd.DataFrame:
@@ -151,8 +177,38 @@ def register(subparsers) -> argparse.ArgumentParser:
                        f"a count >= 1, or auto (the cores available, at most 4; here {default_workers()})")
         p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (>= 200: 10 beyond each bound of the 90%% interval)")
         p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+        p.add_argument("--tensorboard", metavar="DIR", default=None,
+                       help="also log regret curves and d_KL as TensorBoard event files in DIR as cells finish "
+                       "(pip install 'decision-bench[tensorboard]')")
+        p.add_argument("--estimate", action="store_true",
+                       help="print the cells, bandit steps and estimated wall time of every preset (this one's "
+                       "with its --agents and --workers) and run nothing")
         p.set_defaults(func=_run, preset_name="demo" if name == "demo" else None)
     return p
+
+
+def estimate_table(workers: int) -> pd.DataFrame:
+    """One row per preset: its cells, fits, bandit seed-steps and estimated wall time
+    (cold compilation cache) with ``workers`` local worker processes."""
+    rows = []
+    for name in PRESET_NAMES:
+        estimate = preset_estimate(name, workers=workers)
+        rows.append({
+            "preset": name, "testbed cells": estimate.testbed_cells, "fits": estimate.testbed_problems,
+            "bandit runs": estimate.bandit_cells, "seed-steps": estimate.bandit_seed_steps,
+            "cores": estimate.parallel, "compiling": format_duration(estimate.compile_seconds / estimate.parallel),
+            "wall (estimate)": format_duration(estimate.wall_seconds),
+        })
+    return pd.DataFrame(rows)
+
+
+def print_estimates(preset: Preset, agents, agent_files, workers: int, settings: dict | None = None) -> None:
+    """``reproduce --estimate``: every preset's estimate, then the chosen one's line
+    (with its --agents, --agent-file, --set and --workers)."""
+    table = estimate_table(workers)
+    print(table.to_string(index=False))
+    estimate = preset_estimate(preset, None, agents, agent_files, workers, settings)
+    print(f"--preset {preset.name}: {estimate.line()}")
 
 
 def _workers(value: str, executor: str) -> int:
@@ -208,10 +264,14 @@ def _run(args: argparse.Namespace) -> int:
     check_num_resamples(args.resamples, name="resamples")
     check_resamples("--resamples", args.resamples)
     workers = _workers(args.workers, args.executor)
+    if getattr(args, "estimate", False):
+        print_estimates(base, agents, agent_files, workers, settings)
+        return 0
     # Claimed before the first line is printed: a refused folder is one line.
     with claim_preset_dir(preset, args.out, agents, agent_files, flag="--out", settings=settings) as out:
         source = f"--config {args.config}" if getattr(args, "config", None) else f"--preset {base.name}"
         print(f"decision-bench reproduce {source}: writing to {out}/ (re-run to resume)", file=sys.stderr)
+        print(preset_estimate(base, out, agents, agent_files, workers, settings).line(), file=sys.stderr)
         result = reproduce(
             preset,
             out,
@@ -223,6 +283,7 @@ def _run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             workers=workers,
             settings=settings,
+            tensorboard=args.tensorboard,
         )
     builtin = isinstance(preset, str) or (base.name in PRESET_NAMES and get_preset(base.name) == base)
     _print_summary(out, result, base.name if builtin else None)

@@ -66,6 +66,7 @@ from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import atomic_write_text, sha256_hex, write_results_csv
 from decision_bench._src.memory import INT32_MAX, check_count, check_fits, testbed_memory
 from decision_bench._src.rundir import claim_run_dir
+from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench._src.validation import check_choice
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
@@ -87,12 +88,14 @@ from decision_bench.evaluation.sweeps import (
     get_sweep,
     hidden_sizes_label,
 )
+from decision_bench.experiments import estimate as estimate_module
 from decision_bench.experiments.agent_files import AgentFile, current_make_agent, read_agent_files
 from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.estimate import estimate_cells
 from decision_bench.experiments.experiment_file import read_experiment_file
 from decision_bench.experiments.presets import Preset, testbed_sweep
 from decision_bench.experiments.reproduce import with_settings
-from decision_bench.experiments.store import ResultsStore
+from decision_bench.experiments.store import ResultsStore, concat_tables
 
 BASELINE = "mlp"
 REALDATA = "realdata"
@@ -194,6 +197,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="a setting of the --reference agent (repeatable), e.g. num_chains=2",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--tensorboard", metavar="DIR", default=None,
+                        help="also log the mean d_KL per agent, design and setting as TensorBoard event files "
+                        "in DIR as cells finish (pip install 'decision-bench[tensorboard]')")
     parser.set_defaults(func=main)
     return parser
 
@@ -406,27 +412,43 @@ def run_cells(
     desc: str,
     describe: Callable[[Cell], str],
     progress: bool,
+    results_csv: Path | None = None,
+    on_cell_done: Callable[[Cell, pd.DataFrame], None] | None = None,
 ) -> pd.DataFrame:
     """Computes the cells ``store`` does not hold yet, writing each as soon as it
     is done, and returns the rows of all ``cells`` in order, read back from the store.
+
+    results_csv: rewritten after each computed cell with the rows of every finished
+    cell, in order (atomically, with its checksum: ``analyze`` may read it while
+    the run goes on); the caller writes the finished run's file. on_cell_done(cell,
+    rows): called after each computed cell is stored.
 
     What ``experiments.executors.run_cells`` does locally, with the command's own progress bar
     (one step per setting, labelled by ``describe``). A corrupt cell file is
     warned about (by the store) and recomputed.
     """
-    done = [store.read(cell) is not None for cell in cells]
+    finished = [store.read(cell) for cell in cells]  # rows, or None for a cell to compute
+    done = [rows is not None for rows in finished]
     if any(done):
         print(
             f"resuming: {sum(done)} of {len(cells)} cells already done in {store.directory}",
             file=sys.stderr,
         )
+    estimate = estimate_cells([cell for cell, finished in zip(cells, done) if not finished])
+    if estimate.wall_seconds >= estimate_module.LONG_RUN_SECONDS:
+        print(estimate.line(), file=sys.stderr)
     bar = tqdm(total=len(cells), initial=sum(done), desc=desc, unit="setting", disable=not progress)
     try:
-        for cell, finished in zip(cells, done):
-            if finished:
+        for index, cell in enumerate(cells):
+            if done[index]:
                 continue
             bar.set_postfix_str(describe(cell))
-            store.write(cell, compute(cell))
+            finished[index] = compute(cell)
+            store.write(cell, finished[index])
+            if results_csv is not None:
+                write_results_csv(results_csv, concat_tables([rows for rows in finished if rows is not None]))
+            if on_cell_done is not None:
+                on_cell_done(cell, finished[index])
             bar.update(1)
     finally:
         bar.close()
@@ -559,6 +581,7 @@ def _main_realdata(
         else compute_realdata_cell,
         store,
         desc=REALDATA, describe=_describe_realdata, progress=not args.no_progress,
+        results_csv=out / "realdata.csv",
     )
     frame = with_config_column(frame, cells)
     write_results_csv(out / "realdata.csv", frame)
@@ -820,14 +843,21 @@ def _run_testbed_cells(args, out, sweep_name, custom, seeds, cells, reference, r
     if _file_pairs(cells, args):
         options["agent_files"] = _file_pairs(cells, args)
     compute = functools.partial(compute_testbed_cell, **options) if options else compute_testbed_cell
-    frame = run_cells(
-        cells,
-        compute,
-        ResultsStore(out / CELLS_DIR),
-        desc=f"testbed {sweep_name}",
-        describe=_describe_testbed,
-        progress=not args.no_progress,
-    )
+    board = None if getattr(args, "tensorboard", None) is None else TensorBoardLog(args.tensorboard)
+    try:
+        frame = run_cells(
+            cells,
+            compute,
+            ResultsStore(out / CELLS_DIR),
+            desc=f"testbed {sweep_name}",
+            describe=_describe_testbed,
+            progress=not args.no_progress,
+            results_csv=out / "testbed.csv",
+            on_cell_done=None if board is None else lambda cell, rows: board.testbed_rows(rows),
+        )
+    finally:
+        if board is not None:
+            board.close()
     frame = with_config_column(frame, cells)
     write_results_csv(out / "testbed.csv", frame)
     meta = {

@@ -50,6 +50,7 @@ def run_cells(
     address: str | None = None,
     progress: bool = True,
     workers: int = 1,
+    on_cell_done: Callable[[Cell, pd.DataFrame], None] | None = None,
 ) -> pd.DataFrame:
     """Computes every cell not yet in `store`, writing each as it finishes.
 
@@ -71,6 +72,8 @@ def run_cells(
         JAX, sharing this process's persistent compilation cache) and needs a
         compute_fn that pickles with the standard pickle. Every cell is computed
         from its own keys, so the rows do not depend on the number of workers.
+      on_cell_done: called in this process with (cell, rows) after each computed
+        cell is stored (e.g. to rewrite a results file that grows with the run).
 
     Returns:
       The rows of all `cells`, in cell order (the order does not depend on the
@@ -105,12 +108,17 @@ def run_cells(
     bar = _progress_bar(total=len(cells), initial=len(cells) - len(todo), enabled=progress)
     try:
         if todo:
+            def save(cell: Cell, frame: pd.DataFrame) -> None:
+                store.write(cell, frame)
+                if on_cell_done is not None:
+                    on_cell_done(cell, frame)
+
             if executor == "local" and (workers == 1 or len(todo) == 1):
-                _run_local(todo, compute_fn, store, bar)
+                _run_local(todo, compute_fn, save, bar)
             elif executor == "local":
-                _run_processes(todo, compute_fn, store, bar, min(workers, len(todo)))
+                _run_processes(todo, compute_fn, save, bar, min(workers, len(todo)), store.directory)
             else:
-                _run_ray(todo, compute_fn, store, bar, address)
+                _run_ray(todo, compute_fn, save, bar, address)
     finally:
         bar.close()
     return store.load(cells)
@@ -139,10 +147,10 @@ def _progress_bar(total: int, initial: int, enabled: bool):
     return tqdm(total=total, initial=initial, disable=not enabled, unit="cell", desc="cells")
 
 
-def _run_local(todo, compute_fn, store, bar) -> None:
+def _run_local(todo, compute_fn, save, bar) -> None:
     for cell in todo:
         bar.set_postfix_str(cell.id[:40], refresh=False)
-        store.write(cell, compute_fn(cell))
+        save(cell, compute_fn(cell))
         bar.update(1)
 
 
@@ -152,7 +160,7 @@ def _jax_settings() -> dict[str, Any]:
     return {name: getattr(jax.config, name) for name in _INHERITED_JAX_SETTINGS}
 
 
-def _run_processes(todo, compute_fn, store, bar, workers: int) -> None:
+def _run_processes(todo, compute_fn, save, bar, workers: int, store_directory) -> None:
     try:
         payload = pickle.dumps(compute_fn)
     except Exception as err:  # pickling raises several types, all with the same meaning here
@@ -191,11 +199,11 @@ def _run_processes(todo, compute_fn, store, bar, workers: int) -> None:
                 raise WorkerDied(
                     f"worker process {outcome.pid} died ({outcome.how}) while computing cell "
                     f"{outcome.cell.id}; the finished cells ({finished} in this run) are saved in "
-                    f"{store.directory}: run the same command again to resume"
+                    f"{store_directory}: run the same command again to resume"
                 )
             if index is None:
                 raise outcome
-            store.write(todo[index], outcome)
+            save(todo[index], outcome)
             finished += 1
             bar.update(1)
     finally:
@@ -330,7 +338,7 @@ def _bounded_ray_connect(address: str | None):
             os.environ.pop(name, None)
 
 
-def _run_ray(todo, compute_fn, store, bar, address) -> None:
+def _run_ray(todo, compute_fn, save, bar, address) -> None:
     ray = _import_ray()
     started_here = not ray.is_initialized()
     if started_here:
@@ -362,7 +370,7 @@ def _run_ray(todo, compute_fn, store, bar, address) -> None:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
                     cell = pending.pop(ref)
-                    store.write(cell, ray.get(ref))
+                    save(cell, ray.get(ref))
                     bar.update(1)
         finally:
             for ref in pending:

@@ -8,7 +8,8 @@ correlates joint and marginal prediction quality with regret (paper 000, Sec.
 (one agent on one testbed setting, or one agent's bandit run over all seeds);
 each finished cell is stored atomically under ``DIR/cells/``, so running the same
 command again resumes where it stopped. Bandit runs also save their carry every
-chunk under ``DIR/bandit_runs/`` and resume mid-run.
+chunk under ``DIR/bandit_runs/`` and resume mid-run. testbed.csv and bandit.csv
+grow as cells finish (``GrowingTables``), so ``analyze`` can read a run in progress.
 
 Outputs: DIR/testbed.csv, DIR/bandit.csv (with the family columns activation
 and hidden_sizes beside input_dim and num_actions) and DIR/run.json (preset, versions,
@@ -22,7 +23,7 @@ import functools
 import json
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
@@ -45,7 +46,7 @@ from decision_bench.experiments.agent_files import load_agent_file  # noqa: F401
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.presets import PRESET_NAMES, Preset, _items, get_preset, testbed_sweep
-from decision_bench.experiments.store import ResultsStore
+from decision_bench.experiments.store import ResultsStore, concat_tables
 
 
 def _family(setting: TestbedSetting) -> dict[str, Any]:
@@ -118,15 +119,66 @@ def bandit_family(cell: Cell) -> dict[str, str]:
 def bandit_table(store: ResultsStore, cells) -> pd.DataFrame:
     """The bandit cells' rows with their family columns (activation, hidden_sizes)
     after temperature; added here, from each cell, so runs stored earlier get them too."""
+    return bandit_rows([(cell, store.load([cell])) for cell in cells])
+
+
+def bandit_rows(cells_and_rows) -> pd.DataFrame:
+    """``bandit_table`` of (bandit cell, its stored rows) pairs, in the given order."""
     frames = []
-    for cell in cells:
-        frame = store.load([cell])
+    for cell, frame in cells_and_rows:
+        frame = frame.copy()
         position = frame.columns.get_loc("temperature") + 1 if "temperature" in frame.columns else len(frame.columns)
         for offset, (column, value) in enumerate(bandit_family(cell).items()):
             if column not in frame.columns:
                 frame.insert(position + offset, column, value)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _both(first: Callable, second: Callable | None) -> Callable:
+    if second is None:
+        return first
+
+    def call(cell: Cell, rows: pd.DataFrame) -> None:
+        first(cell, rows)
+        second(cell, rows)
+
+    return call
+
+
+class GrowingTables:
+    """testbed.csv and bandit.csv of a run in progress: after each finished cell,
+    the rows of every finished cell of that kind, in the plan's cell order,
+    rewritten atomically (``write_results_csv``: CSV and checksum agree at every
+    moment), so ``analyze`` can read the run while it goes on. The finished run's
+    files are written by ``run_preset`` from the store, as before, so a resumed run
+    ends with the files of an uninterrupted one."""
+
+    def __init__(self, out: Path, cells, store: ResultsStore):
+        self.out, self.cells, self.store = Path(out), tuple(cells), store
+        self.rows: dict[str, pd.DataFrame] = {}  # cell id -> rows, of the finished cells
+
+    def _finished(self, kind: str) -> list:
+        pairs = []
+        for cell in self.cells:
+            if cell.kind != kind:
+                continue
+            if cell.id not in self.rows and self.store.path(cell).exists():
+                # Finished in an earlier session: read once.
+                stored = self.store.read(cell)
+                if stored is not None:
+                    self.rows[cell.id] = stored
+            if cell.id in self.rows:
+                pairs.append((cell, self.rows[cell.id]))
+        return pairs
+
+    def cell_done(self, cell: Cell, rows: pd.DataFrame) -> None:
+        self.rows[cell.id] = rows
+        finished = self._finished(cell.kind)
+        if cell.kind == "testbed":
+            write_results_csv(self.out / "testbed.csv", concat_tables([r for _, r in finished]))
+        else:
+            write_results_csv(self.out / "bandit.csv", bandit_rows(finished))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,6 +389,7 @@ def run_preset(
     progress: bool = True,
     workers: int = 1,
     settings: Settings | None = None,
+    on_cell_done: Callable[[Cell, pd.DataFrame], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs (or resumes) a preset's cells; writes OUT/testbed.csv, OUT/bandit.csv and
     OUT/run.json and returns (testbed rows, bandit rows).
@@ -345,7 +398,9 @@ def run_preset(
     agent files (see ``agent_files.read_agent_file``), run next to them; settings:
     {agent: {hyperparameter: value}} over the preset's overrides (``with_settings``;
     an agent file's options are its make_agent keywords); workers: local worker
-    processes (``experiments.run_cells``; the rows do not depend on it). OUT is
+    processes (``experiments.run_cells``; the rows do not depend on it);
+    on_cell_done(cell, rows): called after each computed cell is stored and the
+    results files are rewritten (e.g. TensorBoard logging). OUT is
     claimed for the run (``claim_preset_dir``): a folder of another run, or one in
     use by another process, is refused with one line.
     """
@@ -367,6 +422,7 @@ def run_preset(
             address=address,
             progress=progress,
             workers=workers,
+            on_cell_done=_both(GrowingTables(out, cells, store).cell_done, on_cell_done),
         )
         testbed = store.load([c for c in cells if c.kind == "testbed"])
         bandit = bandit_table(store, [c for c in cells if c.kind == "bandit"])
@@ -382,3 +438,24 @@ def run_preset(
         }
         atomic_write_text(out / "run.json", json.dumps(run_info, indent=1, default=str))
     return testbed, bandit
+
+
+def preset_estimate(
+    preset: str | Preset,
+    out: str | Path | None = None,
+    agents: tuple[str, ...] | None = None,
+    agent_files: tuple[str, ...] = (),
+    workers: int = 1,
+    settings: Settings | None = None,
+):
+    """The estimated cost (``experiments.estimate.Estimate``) of the preset's cells not
+    yet stored in OUT (all of them without OUT), with ``workers`` local processes;
+    ``settings`` (--set values) as in ``run_preset``."""
+    from decision_bench.experiments.estimate import cores_available, estimate_cells  # noqa: PLC0415
+
+    planned, chosen, custom = _plan(preset, agents, agent_files, settings)
+    cells = build_cells(planned, chosen + tuple(f.name for f in custom), {f.name: f.sha256 for f in custom})
+    if out is not None:
+        store = ResultsStore(Path(out) / "cells")
+        cells = tuple(cell for cell in cells if not store.path(cell).exists())
+    return estimate_cells(cells, parallel=min(workers, cores_available()))

@@ -1,0 +1,249 @@
+"""What a run will cost, before it starts: cells, bandit steps and an estimated wall time.
+
+The figures come from ``cost_table.json`` beside this module: per-agent CPU seconds
+measured by ``python bench/costs.py`` on one machine, which the table names
+(CPU model, cores, load average, date). An estimate is only that: it scales those
+measurements to the run's sizes with the simple rules below and divides by the
+cores the run keeps busy; another machine, or other work on this one, changes it.
+
+Rules (each an assumption, stated so it can be checked):
+
+- testbed, per (agent, setting, seed): fit CPU seconds, scaled by the agent's SGD
+  steps (``num_steps``, times epinet's ``high_data_step_factor`` when T / d is
+  above its ``high_data_ratio``) against the measured agent's, plus evaluation CPU
+  seconds per design, scaled by num_test x num_models against 1000 x 1000;
+- bandit, per seed-step: CPU seconds measured at d = 2 (40 actions) and d = 50
+  (1000 actions), linear in d between and beyond them;
+- ensembles (``num_ensemble``) scale linearly from the measured size;
+- compilation, on a cold cache: the measured compile CPU seconds once per
+  (agent, generative family, training-set bucket) for the testbed and per
+  (agent, bandit setting) for the bandit; a second run of a command loads most
+  programs from the persistent cache and takes less;
+- wall time = CPU seconds / the cores kept busy: min(worker processes, cores).
+
+An agent without a measured figure (a user's agent file, say) is counted as the
+closest measured one (sgmcmc as sgmcmc_quick with its steps; anything else as
+mlp), and the estimate says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from decision_bench.agents import registry
+from decision_bench.agents.training import bucket_size
+from decision_bench.experiments.cells import Cell
+
+COST_TABLE = Path(__file__).with_name("cost_table.json")
+# Measured agents stand in for these (their steps are scaled by the rules above).
+STAND_INS = {"sgmcmc": "sgmcmc_quick"}
+FALLBACK_AGENT = "mlp"
+MEASURED_DIMS = (2, 50)
+# Commands that run agents print their estimate before a run estimated at least this long.
+LONG_RUN_SECONDS = 60.0
+
+
+@functools.lru_cache(maxsize=None)
+def load_cost_table(path: str | None = None) -> dict:
+    """The cost table (see ``bench/costs.py`` for its fields)."""
+    return json.loads(Path(path or COST_TABLE).read_text(encoding="utf-8"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """A run's size and estimated cost. Seconds are CPU seconds unless named wall."""
+
+    testbed_cells: int
+    bandit_cells: int
+    testbed_problems: int  # (agent, setting, seed) fits
+    bandit_seed_steps: int
+    compute_seconds: float  # CPU seconds of fitting, evaluating and stepping
+    compile_seconds: float  # CPU seconds of compiling, on a cold cache
+    parallel: int  # cores the run keeps busy
+    machine: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def wall_seconds(self) -> float:
+        return (self.compute_seconds + self.compile_seconds) / self.parallel
+
+    def line(self) -> str:
+        """One line for the console: what the run holds and how long it should take."""
+        parts = []
+        if self.testbed_cells:
+            parts.append(f"{self.testbed_cells} testbed cells ({self.testbed_problems:,} fits)")
+        if self.bandit_cells:
+            parts.append(f"{self.bandit_cells} bandit runs ({self.bandit_seed_steps:,} seed-steps)")
+        notes = "".join(f"; {note}" for note in self.notes)
+        return (
+            f"estimate: {', '.join(parts) or 'nothing to run'}; about {format_duration(self.wall_seconds)} "
+            f"on {self.parallel} core{'s' if self.parallel > 1 else ''} with a cold compilation cache "
+            f"(compiling {format_duration(self.compile_seconds / self.parallel)} of it), an estimate from CPU "
+            f"costs measured on {self.machine}{notes}"
+        )
+
+
+def format_duration(seconds: float) -> str:
+    """45 -> "45 s", 150 -> "2.5 min", 7200 -> "2.0 h"."""
+    if not math.isfinite(seconds):
+        return "unknown"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def cores_available() -> int:
+    """The cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _machine(table: dict) -> str:
+    machine = table["machine"]
+    low, high = machine.get("load_average", [float("nan")] * 2)
+    return (f"{machine['cpu']}, {machine['cores']} cores, load {low:g}-{high:g}, {table['measured']} "
+            f"(bench/costs.py)")
+
+
+def _config(name: str, overrides: dict) -> Any | None:
+    try:
+        return registry.config(name, **overrides)
+    except (ValueError, TypeError):
+        return None
+
+
+class _Costs:
+    """Cost lookups for one table, remembering which agents had to stand in."""
+
+    def __init__(self, table: dict):
+        self.table = table
+        self.stand_ins: dict[str, str] = {}
+
+    def measured(self, agent: str) -> str:
+        agents = self.table["agents"]
+        if agent in agents:
+            return agent
+        chosen = STAND_INS.get(agent, FALLBACK_AGENT)
+        if chosen not in agents:
+            chosen = FALLBACK_AGENT
+        self.stand_ins[agent] = chosen
+        return chosen
+
+    def _scale(self, agent: str, overrides: dict, measured: str, num_train: int | None, input_dim: int) -> float:
+        """The agent's work against the measured agent's: SGD steps and ensemble members."""
+        mine, theirs = _config(agent, overrides), _config(measured, self._measured_overrides(measured))
+        if mine is None or theirs is None:
+            return 1.0
+        scale = 1.0
+        for field in ("num_ensemble",):
+            if hasattr(mine, field) and hasattr(theirs, field):
+                scale *= getattr(mine, field) / getattr(theirs, field)
+        if num_train is not None and hasattr(mine, "num_steps") and hasattr(theirs, "num_steps"):
+            scale *= _steps(mine, num_train, input_dim) / max(_steps(theirs, 100, 2), 1)
+        return scale
+
+    def _measured_overrides(self, measured: str) -> dict:
+        members = self.table.get("ensemble_members")
+        config = _config(measured, {})
+        return {"num_ensemble": members} if members and hasattr(config, "num_ensemble") else {}
+
+    def testbed_seed(self, agent: str, overrides: dict, problem: dict, designs: int) -> float:
+        measured = self.measured(agent)
+        costs = self.table["agents"][measured]["testbed"]
+        num_train, input_dim = int(problem.get("num_train") or 100), int(problem.get("input_dim") or 2)
+        fit = costs["fit_cpu_seconds_per_seed"] * self._scale(agent, overrides, measured, num_train, input_dim)
+        members = self._scale(agent, overrides, measured, None, input_dim)
+        size = problem.get("num_test", 1000) * problem.get("num_models", 1000) / 1e6
+        evaluation = costs["eval_cpu_seconds_per_seed_design_1000_test"] * designs * size * members
+        return fit + evaluation
+
+    def testbed_compile(self, agent: str) -> float:
+        return self.table["agents"][self.measured(agent)]["testbed"]["compile_cpu_seconds"]
+
+    def bandit_seed_step(self, agent: str, overrides: dict, input_dim: int) -> float:
+        measured = self.measured(agent)
+        by_dim = self.table["agents"][measured]["bandit"]
+        (d0, d1) = MEASURED_DIMS
+        c0, c1 = by_dim[str(d0)]["cpu_seconds_per_seed_step"], by_dim[str(d1)]["cpu_seconds_per_seed_step"]
+        per_step = max(c0, c0 + (c1 - c0) * (input_dim - d0) / (d1 - d0))
+        return per_step * self._scale(agent, overrides, measured, None, input_dim)
+
+    def bandit_compile(self, agent: str, input_dim: int) -> float:
+        by_dim = self.table["agents"][self.measured(agent)]["bandit"]
+        return by_dim[str(MEASURED_DIMS[0] if input_dim < 10 else MEASURED_DIMS[1])]["compile_cpu_seconds"]
+
+
+def _steps(config: Any, num_train: int, input_dim: int) -> float:
+    steps = float(config.num_steps)
+    factor, ratio = getattr(config, "high_data_step_factor", None), getattr(config, "high_data_ratio", None)
+    if factor is not None and ratio is not None and num_train / input_dim > ratio:
+        steps *= factor
+    return steps
+
+
+def _designs(problem: dict) -> int:
+    if "designs" in problem:
+        return len(problem["designs"])
+    from decision_bench.experiments.presets import testbed_sweep  # noqa: PLC0415 - presets import cells too
+
+    return len(testbed_sweep(problem["sweep"]).designs)
+
+
+def estimate_cells(cells: Sequence[Cell], parallel: int = 1, table: dict | None = None) -> Estimate:
+    """The cost of computing ``cells`` (testbed, realdata and bandit cells as the
+    commands build them) with ``parallel`` cores kept busy."""
+    table = load_cost_table() if table is None else table
+    costs = _Costs(table)
+    compute = compile_ = 0.0
+    testbed_cells = bandit_cells = problems = seed_steps = 0
+    compiled: set = set()
+    for cell in cells:
+        problem, overrides = dict(cell.problem), dict(cell.agent_config)
+        seeds = len(cell.seeds)
+        if cell.kind == "bandit":
+            bandit_cells += 1
+            steps = int(problem["num_steps"])
+            input_dim = int(problem.get("input_dim") or 2)
+            seed_steps += steps * seeds
+            compute += costs.bandit_seed_step(cell.agent, overrides, input_dim) * steps * seeds
+            key = ("bandit", cell.agent, tuple(sorted(problem.items())))
+            if key not in compiled:
+                compiled.add(key)
+                compile_ += costs.bandit_compile(cell.agent, input_dim)
+        else:
+            testbed_cells += 1
+            problems += seeds
+            compute += costs.testbed_seed(cell.agent, overrides, problem, _designs(problem)) * seeds
+            family = (problem.get("activation"), str(problem.get("hidden_sizes")), problem.get("dataset"))
+            key = ("testbed", cell.agent, family, bucket_size(int(problem.get("num_train") or 0)))
+            if key not in compiled:
+                compiled.add(key)
+                compile_ += costs.testbed_compile(cell.agent)
+    by_stand_in: dict[str, list[str]] = {}
+    for agent, measured in costs.stand_ins.items():
+        by_stand_in.setdefault(measured, []).append(agent)
+    notes = tuple(f"{', '.join(agents)} counted as {measured} (no measured cost)"
+                  for measured, agents in by_stand_in.items())
+    return Estimate(testbed_cells, bandit_cells, problems, seed_steps, compute, compile_, max(1, parallel),
+                    _machine(table), notes)
+
+
+def estimate_preset(preset, agents: tuple[str, ...] | None = None, workers: int = 1) -> Estimate:
+    """The estimate of ``decision-bench reproduce --preset NAME`` with ``workers`` local
+    worker processes (the cores kept busy: at most the cores available)."""
+    from decision_bench.experiments.presets import get_preset  # noqa: PLC0415
+    from decision_bench.experiments.reproduce import build_cells  # noqa: PLC0415
+
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    cells = build_cells(preset, preset.agents if agents is None else tuple(agents))
+    return estimate_cells(cells, parallel=min(workers, cores_available()))

@@ -1,0 +1,80 @@
+"""--tensorboard DIR writes event files that read back to the run's numbers (issue 21, part 3)."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from decision_bench._src.tensorboard import TensorBoardLog
+
+event_pb2 = pytest.importorskip("tensorboardX.proto.event_pb2")  # the optional tensorboard extra
+
+
+def read_scalars(directory: Path) -> dict[str, list[tuple[int, float]]]:
+    """{tag: [(step, value), ...]} of every event file under ``directory``, read with the
+    TFRecord framing (length, its CRC, the record, its CRC) and the Event protocol buffer."""
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    files = sorted(directory.rglob("events.out.tfevents.*"))
+    assert files, f"no event files under {directory}"
+    for path in files:
+        data = path.read_bytes()
+        offset = 0
+        while offset < len(data):
+            (length,) = struct.unpack_from("<Q", data, offset)
+            record = data[offset + 12: offset + 12 + length]
+            offset += 12 + length + 4
+            event = event_pb2.Event.FromString(record)
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars
+
+
+def test_bandit_rows_logged_as_they_grow_read_back_once_per_step(tmp_path):
+    board = TensorBoardLog(tmp_path / "tb")
+    rows = pd.DataFrame({"agent": "mlp", "env": "NeuralBandit-v0", "input_dim": 2, "num_actions": 40,
+                         "temperature": 0.1, "seed": [0, 0, 1, 1], "step": [10, 20, 10, 20],
+                         "cumulative_regret": [1.5, 2.25, 0.5, 3.0]})
+    board.bandit_rows(rows.iloc[[0, 2]])  # the first chunk
+    board.bandit_rows(rows)  # the file rewritten after the second: its first rows again
+    board.close()
+    scalars = read_scalars(tmp_path / "tb")
+    assert scalars == {
+        "regret/NeuralBandit-v0_d2_A40_beta0.1/mlp/seed0": [(10, 1.5), (20, 2.25)],
+        "regret/NeuralBandit-v0_d2_A40_beta0.1/mlp/seed1": [(10, 0.5), (20, 3.0)],
+    }
+
+
+def test_testbed_rows_give_the_mean_dkl_over_seeds_against_t(tmp_path):
+    board = TensorBoardLog(tmp_path / "tb")
+    rows = pd.DataFrame({"agent": "ensemble+", "input_dim": 2, "temperature": 0.1, "num_train": [10] * 4 + [100] * 4,
+                         "tau": [1, 1, 10, 10] * 2, "kappa": [np.nan, np.nan, 2, 2] * 2, "seed": [0, 1] * 4,
+                         "kl": [0.1, 0.3, 1.0, 2.0, 0.05, 0.15, 0.5, 0.75]})
+    board.testbed_rows(rows)
+    board.close()
+    scalars = read_scalars(tmp_path / "tb")
+    assert set(scalars) == {"dkl/tau10_kappa2/ensemble_plus/d2_beta0.1", "dkl/tau1/ensemble_plus/d2_beta0.1"}
+    np.testing.assert_allclose(np.array(scalars["dkl/tau1/ensemble_plus/d2_beta0.1"]), [[10, 0.2], [100, 0.1]],
+                               rtol=1e-6)
+    np.testing.assert_allclose(np.array(scalars["dkl/tau10_kappa2/ensemble_plus/d2_beta0.1"]),
+                               [[10, 1.5], [100, 0.625]], rtol=1e-6)
+
+
+def test_the_bandit_command_logs_every_row_of_its_csv(tmp_path):
+    from decision_bench.cli.program import main
+
+    out, board = tmp_path / "run", tmp_path / "tb"
+    assert main(["bandit", "--agents", "uniform", "--env", "BernoulliBandit-v0", "--num-actions", "4",
+                 "--steps", "60", "--chunk-size", "20", "--seeds", "2", "--log-every", "10", "--no-progress",
+                 "--out", str(out), "--tensorboard", str(board)]) == 0
+    rows = pd.read_csv(out / "bandit.csv")
+    scalars = read_scalars(board)
+    assert len(scalars) == 2
+    for seed in (0, 1):
+        (tag,) = [t for t in scalars if t.endswith(f"/uniform/seed{seed}")]
+        mine = rows[rows.seed == seed]
+        assert [s for s, _ in scalars[tag]] == mine.step.tolist()
+        np.testing.assert_allclose([v for _, v in scalars[tag]], mine.cumulative_regret, rtol=1e-6)
