@@ -38,6 +38,11 @@ NOT_RUN = {
     "the realdata runner is run on iris by tests/cli/test_testbed_resume.py",
     "decision-bench testbed --agents mlp,ensemble+ --sweep quick --reference hmc": "HMC chains for every "
     "problem, many minutes; tests/agents/test_hmc.py and tests/evaluation/test_fidelity.py cover it",
+    "decision-bench leaderboard --agent": "scores agents on every stored problem, minutes; "
+    "tests/cli/test_leaderboard.py runs the command on baselines it stores from a tiny grid",
+    "python scripts/store_baselines.py": "needs a finished testbed run; tests/cli/test_leaderboard.py stores one",
+    "decision-bench testbed --sweep quick --agents mlp,ensemble+ --out runs/lab_baselines": "the run "
+    "stored in the lines after it; tests/cli/test_leaderboard.py does the same on a tiny grid",
 }
 # Python blocks that another test runs from the page itself.
 RUN_ELSEWHERE = {
