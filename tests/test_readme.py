@@ -76,6 +76,7 @@ def _shell_lines(page: Path) -> list[str]:
         for line in block.replace("\\\n", " ").splitlines():
             line = re.sub(r"\s#\s.*$", "", line)  # a trailing comment
             line = re.sub(r"\[[^\]]*\]", "", line).strip()
+            line = re.sub(r"\s>\s*\S+$", "", line)  # an output redirection: the shell's, not the command's
             if line:
                 lines.append(" ".join(line.split()))
     return lines
