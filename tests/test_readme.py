@@ -40,6 +40,8 @@ NOT_RUN = {
     "problem, many minutes; tests/agents/test_hmc.py and tests/evaluation/test_fidelity.py cover it",
     "decision-bench leaderboard --agent": "scores agents on every stored problem, minutes; "
     "tests/cli/test_leaderboard.py runs the command on baselines it stores from a tiny grid",
+    "decision-bench reproduce --config std.toml": "the standard preset from its printed file, an hour; "
+    "tests/cli/test_agent_options.py runs a tiny experiment file end to end",
     "python scripts/store_baselines.py": "needs a finished testbed run; tests/cli/test_leaderboard.py stores one",
     "decision-bench testbed --sweep quick --agents mlp,ensemble+ --out runs/lab_baselines": "the run "
     "stored in the lines after it; tests/cli/test_leaderboard.py does the same on a tiny grid",
