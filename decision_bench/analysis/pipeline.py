@@ -323,8 +323,8 @@ def heavy_tail_section(agents: pd.DataFrame | None) -> list[str]:
         )
         lines.append(f"Dominated by a few seeds: {named}. For these agents the median and mean-log rows are the "
                      "more telling ones.")
-    else:
-        lines.append("No agent's mean regret is dominated by a few seeds by this rule.")
+    elif len(unjudged) < len(table):
+        lines.append("No judged agent's mean regret is dominated by a few seeds by this rule.")
     if unjudged:
         lines.append(f"Not judged (fewer than {HEAVY_TAIL_MIN_SEEDS} bandit seeds): {', '.join(unjudged)}.")
     lines.append("")

@@ -13,6 +13,7 @@ from decision_bench.analysis.join import agent_level_points, top_seeds_share
 from decision_bench.analysis.pipeline import (
     HEAVY_TAIL_MIN_SEEDS,
     correlation_levels,
+    heavy_tail_section,
     heavy_tailed_agents,
     render_report,
     robust_agent_points,
@@ -135,3 +136,12 @@ def test_report_states_the_rule_and_names_the_dominated_agent():
     assert "## Level `agent_median_regret`" in report and "## Level `agent_log_regret`" in report
     # The headline stays at the agent level (the mean).
     assert report.splitlines()[2].startswith("**Headline (agent points, n = 5).**")
+
+
+def test_heavy_tail_section_says_no_agent_only_when_some_agent_was_judged():
+    few = pd.DataFrame({"agent": ["a", "b"], "num_bandit_seeds": 3, "top2_share": [0.9, 0.7]})
+    text = "\n".join(heavy_tail_section(few))
+    assert "Not judged (fewer than 5 bandit seeds): a, b." in text and "No judged agent" not in text
+    even = pd.DataFrame({"agent": ["a", "b"], "num_bandit_seeds": [5, 3], "top2_share": [0.4, 0.9]})
+    text = "\n".join(heavy_tail_section(even))
+    assert "No judged agent's mean regret is dominated" in text and "Not judged (fewer than 5 bandit seeds): b." in text
