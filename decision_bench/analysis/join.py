@@ -26,7 +26,8 @@ Two further views of the same data (see decision_bench.analysis.pipeline for why
 
 - `agent_level_points`: one point per (metric, agent): kl = the agent's testbed
   mean over all its seeds and problems, regret = the agent's mean final regret
-  over its bandit seeds.
+  over its bandit seeds (with the median and the mean of log regret over seeds
+  beside it, and the share of the total regret on the agent's two worst seeds).
 - `relative_points`: the (agent, seed) points with the environment effect of
   each seed divided out. Testbed seed s is one set of testbed problems and bandit
   seed s one bandit environment, each shared by every agent; so kl is divided by
@@ -67,6 +68,7 @@ __all__ = [
     "relative_points",
     "run_final_regret",
     "testbed_metric_by_seed",
+    "top_seeds_share",
 ]
 
 # Columns the analysis reads (the tables may have more); which of them are
@@ -304,10 +306,21 @@ def agent_level_points(testbed: pd.DataFrame, joined: pd.DataFrame) -> pd.DataFr
     have different sets of bandit seeds, since each bandit seed is an environment
     shared by all agents and means over different seeds are not comparable.
 
-    Returns columns metric, agent, kl, regret, num_testbed_rows, num_bandit_seeds.
+    Beside the mean, two statistics of the same per-seed regrets that a few
+    extreme seeds cannot dominate (per-seed regret is heavy-tailed: an agent that
+    locks onto a bad arm on one seed can hold most of its total regret there):
+    regret_median, the median over seeds, and regret_log_mean, the mean over seeds
+    of log regret (NaN when a seed's regret is <= 0, which has no logarithm).
+    top2_share is the share of the agent's total regret on its two worst seeds.
+
+    Returns columns metric, agent, kl, regret, num_testbed_rows, num_bandit_seeds,
+    regret_median, regret_log_mean, top2_share.
     """
     _check_columns(testbed, TESTBED_REQUIRED, "testbed table")
-    columns = ["metric", "agent", "kl", "regret", "num_testbed_rows", "num_bandit_seeds"]
+    columns = [
+        "metric", "agent", "kl", "regret", "num_testbed_rows", "num_bandit_seeds",
+        "regret_median", "regret_log_mean", "top2_share",
+    ]  # fmt: skip
     pieces = []
     for metric in METRICS:
         points = joined[joined["metric"] == metric]
@@ -325,12 +338,39 @@ def agent_level_points(testbed: pd.DataFrame, joined: pd.DataFrame) -> pd.DataFr
                 RuntimeWarning,
                 stacklevel=2,
             )
-        regret = points.groupby("agent")["regret"].agg(regret="mean", num_bandit_seeds="size")
+        regret = points.groupby("agent")["regret"].agg(
+            regret="mean",
+            num_bandit_seeds="size",
+            regret_median="median",
+            regret_log_mean=_log_mean,
+            top2_share=top_seeds_share,
+        )
         merged = kl.join(regret, how="inner").reset_index()
         pieces.append(merged.assign(metric=metric)[columns])
     if not pieces:
         return pd.DataFrame(columns=columns)
     return pd.concat(pieces, ignore_index=True).sort_values(["metric", "agent"], ignore_index=True)
+
+
+def _log_mean(regrets: pd.Series) -> float:
+    """Mean of log regret over seeds; NaN if some seed's regret is <= 0 (no logarithm)."""
+    values = regrets.to_numpy(np.float64)
+    if np.any(~(values > 0)):
+        return float("nan")
+    return float(np.mean(np.log(values)))
+
+
+def top_seeds_share(regrets, num_top: int = 2) -> float:
+    """The share of the total regret held by the `num_top` seeds with the most regret.
+
+    regrets: [n] non-negative per-seed regrets. 1.0 when n <= num_top; NaN when the
+    total is 0 (no regret to share).
+    """
+    values = np.sort(np.asarray(regrets, np.float64))[::-1]
+    total = values.sum()
+    if not total > 0:
+        return float("nan")
+    return float(values[:num_top].sum() / total)
 
 
 def relative_points(joined: pd.DataFrame) -> pd.DataFrame:

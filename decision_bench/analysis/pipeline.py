@@ -37,6 +37,16 @@ Levels (the `level` column of correlations.csv):
   agent_seed_relative  points = (agent, seed) with shared per-seed environment effects
                        divided out: d_KL / (mean d_KL of all agents on testbed seed s),
                        regret / (mean regret of all agents on bandit seed s).
+  agent_median_regret  as agent, with the agent's median final regret over bandit seeds.
+  agent_log_regret     as agent, with the agent's mean over bandit seeds of log final
+                       regret (stored as its exponential, the geometric mean, so that
+                       Pearson (log) is the Pearson of log d_KL and the mean log regret).
+The last two are robust to heavy tails: per-seed regret is heavy-tailed (an agent
+that keeps pulling a bad arm on one seed can hold most of its total regret there),
+and a mean over few seeds can follow one seed. They were chosen before any results
+were seen and are reported beside the agent level; the headline uses the agent
+level (the mean), as before. The report also names the agents whose mean regret is
+dominated by a few seeds (HEAVY_TAIL_RULE).
 Why: testbed seed s and bandit seed s are unrelated environments, each shared by
 every agent. The paper averages each seed's point over many testbed and bandit
 problems, so these shared effects average out; at small scale they dominate the
@@ -94,10 +104,16 @@ from decision_bench.analysis.tables import TABLE2_METRICS, table2_side_by_side
 __all__ = [
     "AnalysisResult",
     "CORRELATION_COLUMNS",
+    "HEAVY_TAIL_MIN_SEEDS",
+    "HEAVY_TAIL_SHARE",
+    "HEAVY_TAIL_TOP_SEEDS",
     "LEVELS",
+    "ROBUST_AGENT_LEVELS",
     "analyze",
     "correlation_levels",
     "correlation_table",
+    "heavy_tailed_agents",
+    "robust_agent_points",
     "render_report",
     "verdict",
 ]
@@ -108,7 +124,17 @@ CORRELATION_COLUMNS = (
     "metric", "pearson_log", "pearson_ci_low", "pearson_ci_high",
     "spearman", "spearman_ci_low", "spearman_ci_high", "n", "level",
 )  # fmt: skip
-LEVELS = ("agent_seed", "agent", "agent_seed_relative")
+LEVELS = ("agent_seed", "agent", "agent_seed_relative", "agent_median_regret", "agent_log_regret")
+# The agent levels with a statistic of the per-seed regrets other than the mean: the
+# agent_level_points column each correlates (agent_log_regret takes exp of its column).
+ROBUST_AGENT_LEVELS = {"agent_median_regret": "regret_median", "agent_log_regret": "regret_log_mean"}
+# An agent's mean regret is "dominated by a few seeds" when its HEAVY_TAIL_TOP_SEEDS
+# worst seeds hold more than HEAVY_TAIL_SHARE of its total regret; judged only with at
+# least HEAVY_TAIL_MIN_SEEDS seeds (with 4 or fewer, equal seeds already give 2 of them
+# 50% or more). Chosen before results were seen.
+HEAVY_TAIL_TOP_SEEDS = 2
+HEAVY_TAIL_SHARE = 0.5
+HEAVY_TAIL_MIN_SEEDS = 5
 LEVEL_DESCRIPTIONS = {
     "agent_seed": "points are (agent, seed) pairs: testbed d_KL of seed s averaged over problems, bandit final "
     "regret of seed s (paper 000 Sec. 5.2)",
@@ -116,6 +142,11 @@ LEVEL_DESCRIPTIONS = {
     "bandit seeds; the bootstrap resamples agents",
     "agent_seed_relative": "points are (agent, seed) pairs with shared seed effects divided out: d_KL / mean d_KL "
     "of all agents on that testbed seed, regret / mean regret of all agents on that bandit seed",
+    "agent_median_regret": "points are agents, as at the agent level, with the agent's median final regret over "
+    "bandit seeds in place of the mean (a robust row, reported beside the agent level)",
+    "agent_log_regret": "points are agents, as at the agent level, with the agent's mean over bandit seeds of log "
+    "final regret in place of the mean regret (a robust row, reported beside the agent level; agents with a "
+    "seed of zero regret have no logarithm and are left out)",
 }
 # The three verdicts (paper 000's hypothesis is a positive correlation: higher
 # d_KL, higher regret), decided by the 90% bootstrap interval of Pearson (log),
@@ -219,13 +250,14 @@ def correlation_levels(
     num_resamples: int = 1000,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, dict[str, dict[str, CorrelationResult]]]:
-    """All three levels (LEVELS): the correlations table and {level: {metric: result}}.
+    """All levels (LEVELS): the correlations table and {level: {metric: result}}.
 
     Args:
       joined: the (agent, seed) points from join_regret, with kl_relative and
         regret_relative from relative_points (without them the relative level is
         left out).
-      agents: the (metric, agent) points from agent_level_points.
+      agents: the (metric, agent) points from agent_level_points (without its
+        regret_median and regret_log_mean columns the robust agent levels are left out).
       num_resamples, seed: the bootstrap.
 
     Raises ValueError if a required metric has fewer than 3 agent_seed points;
@@ -239,7 +271,66 @@ def correlation_levels(
         )
         relative = relative[relative["kl"].notna() & relative["regret"].notna()]
         levels["agent_seed_relative"] = _correlate_level(relative, "agent_seed_relative", num_resamples, seed)
+    for level, column in ROBUST_AGENT_LEVELS.items():
+        if column in agents.columns:
+            levels[level] = _correlate_level(robust_agent_points(agents, level), level, num_resamples, seed, unit="agents")
     return _table(levels), levels
+
+
+def robust_agent_points(agents: pd.DataFrame, level: str) -> pd.DataFrame:
+    """The (metric, kl, regret) points of a robust agent level (ROBUST_AGENT_LEVELS) from
+    agent_level_points: regret is the agent's median regret, or exp of its mean log
+    regret (so that the log-scale Pearson correlates the mean log regret itself)."""
+    column = ROBUST_AGENT_LEVELS[level]
+    regret = agents[column].to_numpy(np.float64)
+    if level == "agent_log_regret":
+        regret = np.exp(regret)
+    return pd.DataFrame({"metric": agents["metric"].to_numpy(), "kl": agents["kl"].to_numpy(np.float64), "regret": regret})
+
+
+def heavy_tailed_agents(agents: pd.DataFrame) -> pd.DataFrame:
+    """The agents of agent_level_points whose mean regret is dominated by a few seeds.
+
+    Returns one row per agent (columns agent, num_bandit_seeds, top2_share,
+    dominated), dominated = top2_share > HEAVY_TAIL_SHARE with at least
+    HEAVY_TAIL_MIN_SEEDS seeds (False with fewer: not judged), sorted by agent.
+    """
+    columns = ["agent", "num_bandit_seeds", "top2_share"]
+    if agents is None or agents.empty or "top2_share" not in agents.columns:
+        return pd.DataFrame(columns=columns + ["dominated"])
+    # Regret does not depend on the metric: every metric's row of an agent carries the same seeds.
+    per_agent = agents.drop_duplicates("agent")[columns].sort_values("agent", ignore_index=True)
+    judged = per_agent["num_bandit_seeds"].to_numpy() >= HEAVY_TAIL_MIN_SEEDS
+    dominated = judged & (per_agent["top2_share"].to_numpy(np.float64) > HEAVY_TAIL_SHARE)
+    return per_agent.assign(dominated=dominated)
+
+
+def heavy_tail_section(agents: pd.DataFrame | None) -> list[str]:
+    """The report's lines naming the agents whose mean regret rests on a few seeds."""
+    table = heavy_tailed_agents(agents)
+    if table.empty:
+        return []
+    rule = (
+        f"The rule (chosen before results were seen): an agent's mean regret is dominated by a few seeds when "
+        f"its {HEAVY_TAIL_TOP_SEEDS} seeds with the most regret hold more than {HEAVY_TAIL_SHARE:.0%} of its "
+        f"total regret over seeds; judged for agents with at least {HEAVY_TAIL_MIN_SEEDS} bandit seeds."
+    )
+    lines = ["## Agents whose mean regret rests on a few seeds", "", rule, ""]
+    dominated = table[table["dominated"]]
+    unjudged = table[table["num_bandit_seeds"] < HEAVY_TAIL_MIN_SEEDS]["agent"].tolist()
+    if len(dominated):
+        named = ", ".join(
+            f"{row.agent} ({row.top2_share:.0%} of its regret on {HEAVY_TAIL_TOP_SEEDS} of {row.num_bandit_seeds} seeds)"
+            for row in dominated.itertuples()
+        )
+        lines.append(f"Dominated by a few seeds: {named}. For these agents the median and mean-log rows are the "
+                     "more telling ones.")
+    elif len(unjudged) < len(table):
+        lines.append("No judged agent's mean regret is dominated by a few seeds by this rule.")
+    if unjudged:
+        lines.append(f"Not judged (fewer than {HEAVY_TAIL_MIN_SEEDS} bandit seeds): {', '.join(unjudged)}.")
+    lines.append("")
+    return lines
 
 
 def verdict(result: CorrelationResult) -> str:
@@ -287,7 +378,10 @@ LEVEL_TITLES = {
     "agent_seed": "(agent, seed) points",
     "agent": "agent points",
     "agent_seed_relative": "(agent, seed) points relative to each seed's mean",
+    "agent_median_regret": "agent points, median regret over seeds",
+    "agent_log_regret": "agent points, mean log regret over seeds",
 }
+AGENT_LEVELS = ("agent", *ROBUST_AGENT_LEVELS)  # levels whose points are agents
 
 
 def _numbers(r: CorrelationResult) -> str:
@@ -300,7 +394,7 @@ def _numbers(r: CorrelationResult) -> str:
 def _level_summary(level: str, results: dict[str, CorrelationResult]) -> str:
     """One sentence: each metric's verdict at one level, with the same words as the bullets."""
     n = max((r.n for r in results.values()), default=0)
-    unit = "agents" if level == "agent" else "points"
+    unit = "agents" if level in AGENT_LEVELS else "points"
     parts = [
         f"{SHORT_NAMES[m]} {verdict(r)} (Pearson log {_fmt(r.pearson_log)})" for m, r in results.items()
     ]
@@ -428,6 +522,15 @@ def render_report(
         "comparison with paper 000's Figs. 8-9.",
         "",
     ]
+    if any(level in levels for level in ROBUST_AGENT_LEVELS):
+        lines += [
+            "**Robust agent rows.** Per-seed regret is heavy-tailed, so an agent's mean over a few seeds can "
+            "follow one seed. The agent points are also correlated with each agent's median regret "
+            "(agent_median_regret) and with its mean log regret (agent_log_regret) over seeds. These rows were "
+            "chosen before any results were seen and are reported beside the agent level; the headline keeps "
+            "the agent level's mean regret.",
+            "",
+        ]
     for level, level_results in levels.items():
         description = LEVEL_DESCRIPTIONS[level]
         lines += [f"## Level `{level}`: {LEVEL_TITLES[level]}", "", description[0].upper() + description[1:] + ".", ""]
@@ -455,12 +558,18 @@ def render_report(
         wide = agents.pivot_table(index="agent", columns="metric", values="kl", aggfunc="mean")
         regret = agents.groupby("agent")["regret"].first()
         seeds = agents.groupby("agent")["num_bandit_seeds"].first()
+        if "regret_median" in agents.columns:
+            regret_median = agents.groupby("agent")["regret_median"].first()
     else:
         wide = joined.pivot_table(index="agent", columns="metric", values="kl", aggfunc="mean")
         regret = joined.groupby("agent")["regret"].mean()
         seeds = joined.groupby("agent")["seed"].nunique()
-    summary_table = wide.assign(regret=regret, seeds=seeds).reset_index()
+    summary_table = wide.assign(regret=regret, seeds=seeds)
+    if agents is not None and "regret_median" in agents.columns:
+        summary_table = summary_table.assign(median_regret=regret_median)
+    summary_table = summary_table.reset_index()
     lines += [_markdown_table(summary_table), ""]
+    lines += heavy_tail_section(agents)
     lines += testbed_sections(testbed)
     lines += list(sections)
     if notes:

@@ -319,9 +319,17 @@ def test_agent_and_relative_levels_remove_shared_seed_effects(tmp_path):
     assert raw["pearson_log"] == pytest.approx(stats.pearsonr(np.log(x), np.log(y)).statistic, abs=1e-12)
     assert raw["spearman"] == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
     assert raw["pearson_ci_high"] < 0  # significantly negative
-    # agent and relative levels: exact power laws, every resample gives 1.
+    # The robust agent levels' inputs: every agent's regrets share the seed effects, so the
+    # median is 100 k^2 median(e) and the mean log regret log(100 k^2) + mean(log e).
+    np.testing.assert_allclose(
+        agents["regret_median"], 100 * AGENT_KL**2 * np.median(BANDIT_SEED_EFFECT), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        agents["regret_log_mean"], np.log(100 * AGENT_KL**2) + np.log(BANDIT_SEED_EFFECT).mean(), rtol=1e-12
+    )
+    # agent, relative and robust agent levels: exact power laws, every resample gives 1.
     columns = ("pearson_log", "pearson_ci_low", "pearson_ci_high", "spearman", "spearman_ci_low", "spearman_ci_high")
-    for level in ("agent", "agent_seed_relative"):
+    for level in ("agent", "agent_seed_relative", "agent_median_regret", "agent_log_regret"):
         row = table.loc[(level, "dkl_10")]
         for col in columns:
             assert row[col] == pytest.approx(1.0, abs=1e-9), (level, col)
@@ -342,12 +350,18 @@ def test_agent_and_relative_levels_remove_shared_seed_effects(tmp_path):
     assert joint_bullet + POSITIVE + ": Pearson (log) 1.000 [1.000, 1.000]" in levels[2]
     short = report.split("## In short")[1].split("\n## ")[0]
     lines = [line for line in short.splitlines() if line.startswith("- ")]
-    assert len(lines) == 3
+    assert len(lines) == len(LEVELS)
     assert lines[0].startswith("- (agent, seed) points (n = 20 points):")
     assert f"joint d_KL^10 {NEGATIVE} (Pearson log" in lines[0]
     assert "does not reproduce paper 000" in lines[0]
     assert lines[1].startswith("- agent points (n = 5 agents):") and f"joint d_KL^10 {POSITIVE}" in lines[1]
     assert f"joint d_KL^10 {POSITIVE}" in lines[2]
+    assert lines[3].startswith("- agent points, median regret over seeds (n = 5 agents):")
+    assert lines[4].startswith("- agent points, mean log regret over seeds (n = 5 agents):")
+    assert "chosen before any results were seen" in report
+    # Seed 1 (effect 0.25^-3 = 64) holds 64 / (1/64 + 64 + 1/8 + 8) = 89% of every agent's regret:
+    # with only 4 seeds the rule does not judge (HEAVY_TAIL_MIN_SEEDS = 5).
+    assert "Not judged (fewer than 5 bandit seeds): a, b, c, d, e." in report
     assert "Which level answers the papers' question" in report
     assert (tmp_path / "fig10_agent_regret_vs_kl.png").stat().st_size > 1000
 
