@@ -64,6 +64,7 @@ AGENT_COLOURS = {
     "random_forest": "#c5b0d5",
     "deep_kernel": "#c49c94",
     "beta_bernoulli": "#f7b6d2",
+    "linear_gaussian": "#dbdb8d",
 }
 
 

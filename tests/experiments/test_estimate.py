@@ -108,9 +108,9 @@ def test_reproduce_estimate_prints_every_preset_and_runs_nothing(tmp_path, capsy
 
 def test_the_bandit_command_announces_a_long_run_only(capsys, monkeypatch):
     args = argparse.Namespace(env="NeuralBandit-v0", steps=10_000, seeds=5)
-    bandit_cli.announce_estimate(args, ("mlp",), None, 2)
+    bandit_cli.announce_estimate(args, {"mlp": None}, 2)
     assert capsys.readouterr().err == ""  # mlp, 50,000 seed-steps: seconds
     monkeypatch.setattr(estimate_module, "LONG_RUN_SECONDS", 0.0)
-    bandit_cli.announce_estimate(args, ("mlp", "ensemble+"), None, 2)
+    bandit_cli.announce_estimate(args, {"mlp": None, "ensemble+": None}, 2)
     err = capsys.readouterr().err
     assert err.startswith("estimate: 2 bandit runs (100,000 seed-steps); about ") and err.count("\n") == 1
