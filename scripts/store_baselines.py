@@ -26,8 +26,8 @@ def main() -> int:
     args = parser.parse_args()
     path = store_baselines(args.run_dir, args.folder, args.name, args.command)
     stored = load_baselines(path)
-    seconds = {a: r["compute_seconds"] for a, r in stored.meta["agents"].items()}
-    print(f"stored {len(stored.rows)} rows of {', '.join(stored.agents)} in {path}; compute seconds {seconds}")
+    seconds = {a: r["wall_seconds"] for a, r in stored.meta["agents"].items()}
+    print(f"stored {len(stored.rows)} rows of {', '.join(stored.agents)} in {path}; wall seconds {seconds}")
     return 0
 
 

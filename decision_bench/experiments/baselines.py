@@ -12,7 +12,7 @@ folder, for baselines a user stores for a lab):
   with its ``NAME.csv.sha256`` sidecar (``_src/files.write_results_csv``);
 - ``NAME.json``: what made them: the command, the package versions, the problems
   (each testbed cell's problem and seeds, the same for every agent), and per agent its
-  fingerprint (``cells.agent_fingerprint``: its resolved config) and compute seconds.
+  fingerprint (``cells.agent_fingerprint``: its resolved config) and wall seconds.
 
 ``store_baselines(run_dir, folder, name, command)`` makes both from the folder of a
 finished ``decision-bench testbed`` run; ``load_baselines`` reads and verifies them;
@@ -166,7 +166,7 @@ def store_baselines(run_dir: str | Path, folder: str | Path, name: str, command:
     agent); the rows are taken from the verified cell files, in cell order."""
     run_dir = Path(run_dir)
     store = ResultsStore(run_dir / "cells")
-    cells, versions, per_agent = [], None, {}
+    cells, versions, per_agent, created = [], None, {}, {}
     paths = sorted(store.directory.glob("*.json"))
     record = run_dir / "testbed.json"
     if record.is_file():  # the run's own cell order (agents as given on its command line)
@@ -181,6 +181,7 @@ def store_baselines(run_dir: str | Path, folder: str | Path, name: str, command:
         if store.read(cell) is None:
             raise CorruptCellFile(f"{str(path)!r} did not verify")
         cells.append(cell)
+        created[cell] = datetime.datetime.fromisoformat(payload["created"])
         versions = versions or payload["versions"]
         if payload["versions"].get(PACKAGE) != versions.get(PACKAGE):
             raise ValueError(f"{str(run_dir)!r} mixes cells of {PACKAGE} versions")
@@ -195,12 +196,20 @@ def store_baselines(run_dir: str | Path, folder: str | Path, name: str, command:
             raise ValueError(f"{agent} and {agents[0]} ran on other problems in {str(run_dir)!r}")
     ordered = [c for a in agents for c in cells if c.agent == a]
     rows = pd.concat([store.read(c) for c in ordered], ignore_index=True)
+    # Wall seconds per agent from the cells' creation times: a testbed run computes its
+    # agents one after another, so an agent's time runs from the previous agent's last
+    # cell (the folder's claim for the first) to its own last cell. It includes
+    # compilation and whatever else the machine was doing (stated with the figures).
+    manifest = run_dir / "run_manifest.json"
+    previous = None
+    if manifest.is_file():
+        previous = datetime.datetime.fromisoformat(json.loads(manifest.read_text(encoding="utf-8"))["claimed"])
     for agent in agents:
         mine = rows[rows["agent"] == agent]
         per_agent[agent]["rows"] = int(len(mine))
-        per_agent[agent]["compute_seconds"] = round(
-            float(mine[["fit_seconds", "eval_seconds", "compile_seconds"]].sum().sum()), 1
-        )
+        last = max(created[c] for c in cells if c.agent == agent)
+        per_agent[agent]["wall_seconds"] = None if previous is None else round((last - previous).total_seconds())
+        previous = last
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     write_results_csv(folder / f"{name}.csv", rows)

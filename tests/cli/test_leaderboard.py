@@ -42,7 +42,7 @@ def test_stored_baselines_round_trip_with_their_record(stored):
     assert set(loaded.rows["agent"]) == {"mlp"}
     assert len(loaded.rows) == 2 * 3 * 2  # settings x designs x seeds
     meta = json.loads(stored.read_text())
-    assert meta["agents"]["mlp"]["compute_seconds"] > 0
+    assert meta["agents"]["mlp"]["wall_seconds"] > 0 and meta["agents"]["mlp"]["rows"] == 12
     assert stale_reasons(loaded) == {}
 
 
