@@ -13,8 +13,9 @@ independent environments).
 ``paired_differences(testbed, agents, baselines)``: for every (agent, baseline,
 metric), the mean over problems of agent minus baseline, with its stratified standard
 error computed from the per-problem differences. Environment luck is common to both
-sides of a difference and cancels, so these errors are much smaller than those of the
-scores: a difference of 0.01 can be significant where the scores' intervals overlap.
+sides of a difference and cancels: for agents that respond alike to each problem these
+errors are much smaller than those of the scores (a difference of 0.01 can be significant
+where the scores' intervals overlap); for very different agents they are about the same.
 """
 
 from __future__ import annotations

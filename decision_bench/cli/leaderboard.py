@@ -12,7 +12,8 @@ setting and seed), then prints and writes:
   ECE (stratified mean over settings, with standard errors), yours and the baselines';
 - DIR/leaderboard_paired.csv: for each of your agents and each baseline, the mean
   over problems of yours minus the baseline's, with its standard error: environment
-  luck cancels in a paired difference, so it resolves far smaller gaps than the scores;
+  luck cancels in a paired difference (for agents that respond alike to each problem,
+  its error is a fraction of the scores');
 - DIR/leaderboard.md (both tables) and DIR/testbed.csv (your agents' rows).
 
 A registered agent given without --set replaces the stored one of its name (scored
