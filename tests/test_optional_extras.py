@@ -20,6 +20,7 @@ import pytest
 from decision_bench import cli
 from decision_bench._src import extras
 from decision_bench._src.extras import FIGURES_SKIPPED, MissingExtraError, has_extra, require_extra
+from decision_bench.analysis.pipeline import LEVELS
 from decision_bench.data import datasets
 
 
@@ -85,7 +86,8 @@ def test_analyze_without_matplotlib_writes_tables_and_report_and_says_so_once(tm
     report = (tmp_path / "report.md").read_text()
     assert f"- {FIGURES_SKIPPED}" in report and "## Figures" not in report
     table = pd.read_csv(tmp_path / "correlations.csv").set_index(["level", "metric"])
-    assert len(table) == 6  # 3 levels x (d_KL^1, d_KL^10): no dyadic rows in these results
+    # Every level analysis.pipeline computes x (d_KL^1, d_KL^10): no dyadic rows in these results.
+    assert set(table.index) == {(level, metric) for level in LEVELS for metric in ("dkl_1", "dkl_10")}
     # regret rises with d_KL^10 point by point: the ranks agree exactly.
     assert table.loc[("agent_seed", "dkl_10"), "spearman"] == pytest.approx(1.0, abs=1e-12)
 
