@@ -39,6 +39,18 @@ AGENT_FILE_HELP = (
 )
 
 
+def add_agent_options(
+    parser, set_note: str = "", agent_file_help: str = AGENT_FILE_HELP
+) -> None:
+    """Adds --agent-file (args.agent_files) and --set (args.settings), both repeatable, to
+    a command that runs agents; ``set_note`` is appended to --set's help (how it combines
+    with the command's own flags)."""
+    parser.add_argument("--agent-file", action="append", default=[], dest="agent_files", metavar="FILE",
+                        help=agent_file_help)
+    parser.add_argument("--set", action="append", default=[], dest="settings", metavar="AGENT.FIELD=VALUE",
+                        help=SET_HELP + set_note)
+
+
 def parse_value(text: str, default: Any = None) -> Any:
     """One --set VALUE as the type of the field's ``default``: "30" -> 30, "0.5" -> 0.5
     (and "1" -> 1.0 for a float field, so 1 and 1.0 name the same run), "20,20" -> (20, 20)

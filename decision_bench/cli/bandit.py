@@ -48,7 +48,7 @@ from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench._src.validation import check_choice
 from decision_bench.agents.registry import names as agent_names
 from decision_bench.bandit import make_loop, run_bandit
-from decision_bench.cli.arguments import AGENT_FILE_HELP, SET_HELP, parse_agent_list, parse_settings, settings_label
+from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
 from decision_bench.experiments import estimate as estimate_module
 from decision_bench.experiments.agent_files import AgentFile, file_fingerprint, read_agent_files
 from decision_bench.experiments.cells import Cell
@@ -67,9 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     p.add_argument("--agents", default="mlp", help="comma-separated agent names (registered, or an --agent-file's)")
-    p.add_argument("--agent-file", action="append", default=[], dest="agent_files", help=AGENT_FILE_HELP)
-    p.add_argument("--set", action="append", default=[], dest="settings", metavar="AGENT.FIELD=VALUE",
-                   help=SET_HELP + "; wins over --learning-rate and --regularization for that agent")
+    add_agent_options(p, "; wins over --learning-rate and --regularization for that agent")
     p.add_argument(
         "--env",
         default="NeuralBandit-v0",

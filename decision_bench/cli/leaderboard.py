@@ -42,7 +42,7 @@ from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.validation import check_choice
 from decision_bench.agents import names as registered_names
 from decision_bench.analysis.leaderboard import markdown, paired_differences, scores
-from decision_bench.cli.arguments import AGENT_FILE_HELP, SET_HELP, parse_agent_list, parse_settings, settings_label
+from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
 from decision_bench.cli.testbed import _describe_testbed, compute_testbed_cell, run_cells
 from decision_bench.experiments.baselines import library_differences, load_baselines, stale_reasons, stored_names
 from decision_bench.experiments.agent_files import read_agent_files
@@ -61,10 +61,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--agents", default=None, help="comma-separated registered agent names to score")
-    parser.add_argument("--agent-file", action="append", default=[], dest="agent_files", metavar="FILE",
-                        help=AGENT_FILE_HELP)
-    parser.add_argument("--set", action="append", default=[], dest="settings", metavar="AGENT.FIELD=VALUE",
-                        help=SET_HELP)
+    add_agent_options(parser)
     parser.add_argument(
         "--baselines", default=None,
         help=f"stored baselines: a name ({', '.join(stored_names()) or 'none stored'}; default "

@@ -28,7 +28,7 @@ from decision_bench.analysis import analyze
 from decision_bench.analysis.correlation import check_num_resamples
 from decision_bench.analysis.pipeline import HEADLINE_LEVELS, headline
 from decision_bench.cli.analyze import print_robustness, print_skewed_intervals
-from decision_bench.cli.arguments import SET_HELP, parse_agent_list, parse_settings
+from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings
 from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.experiments.executors import default_workers
 from decision_bench.experiments.estimate import format_duration
@@ -165,11 +165,11 @@ def register(subparsers) -> argparse.ArgumentParser:
         p.add_argument("--out", default=f"runs/{name}", help="run directory (re-run the same command to resume; another run's folder is refused)")
         p.add_argument("--agents", default=None,
                        help="comma-separated registered agents instead of the preset's")
-        p.add_argument("--agent-file", action="append", default=[], dest="agent_files",
-                       help="a Python file defining make_agent(spec) (and NAME), run next to the preset's "
-                       "agents; results are keyed by the file's SHA-256; may repeat")
-        p.add_argument("--set", action="append", default=[], dest="settings", metavar="AGENT.FIELD=VALUE",
-                       help=SET_HELP + "; applied over the preset's own overrides")
+        add_agent_options(
+            p, "; applied over the preset's own overrides",
+            agent_file_help="a Python file defining make_agent(spec) (and NAME), run next to the preset's "
+            "agents; results are keyed by the file's SHA-256; may repeat",
+        )
         p.add_argument("--executor", default="local", choices=("local", "ray"))
         p.add_argument("--address", default=None, help="Ray cluster address (with --executor ray)")
         p.add_argument("--workers", default="auto",

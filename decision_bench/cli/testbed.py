@@ -72,7 +72,7 @@ from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.agents.registry import config as agent_config
-from decision_bench.cli.arguments import AGENT_FILE_HELP, SET_HELP, parse_agent_list, parse_settings, settings_label
+from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
 from decision_bench.data import BUNDLED, load_dataset, make_dataset_problem
 from decision_bench.evaluation.kl import METHODS
 from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
@@ -135,9 +135,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--agents", default=None,
                         help="comma-separated agent names, registered or an --agent-file's (default: mlp)")
-    parser.add_argument("--agent-file", action="append", default=[], dest="agent_files", help=AGENT_FILE_HELP)
-    parser.add_argument("--set", action="append", default=[], dest="settings", metavar="AGENT.FIELD=VALUE",
-                        help=SET_HELP)
+    add_agent_options(parser)
     parser.add_argument(
         "--config", default=None, metavar="FILE",
         help="an experiment file (TOML; `reproduce --print-config` writes one): run its agents, testbed "

@@ -16,7 +16,7 @@ import pandas as pd
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import write_results_csv
 from decision_bench._src.rundir import claim_run_dir
-from decision_bench.cli.arguments import AGENT_FILE_HELP, SET_HELP, parse_settings
+from decision_bench.cli.arguments import add_agent_options, parse_settings
 from decision_bench.evaluation.sweeps import SWEEP_NAMES
 from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.agents.registry import names
@@ -52,9 +52,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     p.add_argument("agent", help="a registered agent name, or the NAME of an --agent-file")
-    p.add_argument("--agent-file", action="append", default=[], dest="agent_files", help=AGENT_FILE_HELP)
-    p.add_argument("--set", action="append", default=[], dest="settings", metavar="AGENT.FIELD=VALUE",
-                   help=SET_HELP + "; fixed for every grid point (a field cannot be both --set and --grid)")
+    add_agent_options(p, "; fixed for every grid point (a field cannot be both --set and --grid)")
     p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
                    help="values of one hyperparameter; repeat for a product grid "
                    "(default: the paper's grid for the agent, where App. C gives one)")
