@@ -5,6 +5,12 @@
     python scripts/store_baselines.py runs/baselines_standard standard \
         --command "decision-bench testbed --sweep standard --agents ... (5 seeds)"
 
+Several runs on the same problems (the core agents, then the hmc floor in a run of its
+own) are stored together: give every run folder, then NAME, and one --command per run:
+
+    python scripts/store_baselines.py runs/baselines_standard runs/baselines_standard_hmc standard \
+        --command "decision-bench testbed ... (core agents)" --command "decision-bench testbed --agents hmc ..."
+
 writes decision_bench/experiments/baselines/NAME.csv (+ .csv.sha256) and NAME.json
 (``experiments.baselines.store_baselines``), which ``decision-bench leaderboard``
 reads. Commit them with the code that made them: tests/experiments/test_stored_baselines.py
@@ -19,12 +25,15 @@ from decision_bench.experiments.baselines import STORED_DIR, load_baselines, sto
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", help="the folder of a finished decision-bench testbed run")
+    parser.add_argument("run_dirs", nargs="+", help="the folders of finished decision-bench testbed runs")
     parser.add_argument("name", help="the baselines' name, e.g. the sweep's (standard, paper2d)")
-    parser.add_argument("--command", required=True, help="the command that made the run, recorded as is")
+    parser.add_argument(
+        "--command", required=True, action="append",
+        help="the command that made each run, recorded as is (once per run folder, in their order)",
+    )
     parser.add_argument("--folder", default=str(STORED_DIR), help="where to store (default: the package's)")
     args = parser.parse_args()
-    path = store_baselines(args.run_dir, args.folder, args.name, args.command)
+    path = store_baselines(args.run_dirs, args.folder, args.name, args.command)
     stored = load_baselines(path)
     seconds = {a: r["wall_seconds"] for a, r in stored.meta["agents"].items()}
     print(f"stored {len(stored.rows)} rows of {', '.join(stored.agents)} in {path}; wall seconds {seconds}")

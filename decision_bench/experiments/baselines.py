@@ -15,7 +15,7 @@ folder, for baselines a user stores for a lab):
   fingerprint (``cells.agent_fingerprint``: its resolved config) and wall seconds.
 
 ``store_baselines(run_dir, folder, name, command)`` makes both from the folder of a
-finished ``decision-bench testbed`` run; ``load_baselines`` reads and verifies them;
+finished ``decision-bench testbed`` run (or several, on the same problems); ``load_baselines`` reads and verifies them;
 ``stale_reasons`` says which baseline agents were made by other code than this
 process's (another package version, or another resolved config), so a comparison
 never silently uses them.
@@ -28,7 +28,7 @@ import datetime
 import io
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -158,21 +158,17 @@ def library_differences(baselines: Baselines) -> str | None:
     return stale_versions(recorded)
 
 
-def store_baselines(run_dir: str | Path, folder: str | Path, name: str, command: str) -> Path:
-    """Stores a finished ``decision-bench testbed`` run (``run_dir``: its testbed.csv and
-    cells/) as baselines ``name`` in ``folder``; returns the JSON's path.
-
-    Every agent must have run on the same problems (cells that differ only in the
-    agent); the rows are taken from the verified cell files, in cell order."""
-    run_dir = Path(run_dir)
+def _run_cells(run_dir: Path) -> tuple[list, dict, dict]:
+    """A finished testbed run's verified cells in the run's own order, each cell's
+    creation time, and the run's package versions (one version per run, else ValueError)."""
     store = ResultsStore(run_dir / "cells")
-    cells, versions, per_agent, created = [], None, {}, {}
     paths = sorted(store.directory.glob("*.json"))
     record = run_dir / "testbed.json"
     if record.is_file():  # the run's own cell order (agents as given on its command line)
         order = {cell_id: i for i, cell_id in enumerate(json.loads(record.read_text(encoding="utf-8"))["cells"])}
         paths = [p for p in paths if p.stem in order]
         paths.sort(key=lambda p: order[p.stem])
+    cells, created, versions, fingerprints = [], {}, None, {}
     for path in paths:
         payload = json.loads(path.read_text(encoding="utf-8"))
         cell = Cell.from_dict(payload["cell"])
@@ -180,50 +176,87 @@ def store_baselines(run_dir: str | Path, folder: str | Path, name: str, command:
             raise ValueError(f"{str(path)!r} is not a testbed cell")
         if store.read(cell) is None:
             raise CorruptCellFile(f"{str(path)!r} did not verify")
-        cells.append(cell)
+        cells.append((cell, store))
         created[cell] = datetime.datetime.fromisoformat(payload["created"])
         versions = versions or payload["versions"]
         if payload["versions"].get(PACKAGE) != versions.get(PACKAGE):
             raise ValueError(f"{str(run_dir)!r} mixes cells of {PACKAGE} versions")
-        per_agent.setdefault(cell.agent, {"fingerprint": payload["agent_fingerprint"]})
+        fingerprints.setdefault(cell.agent, payload["agent_fingerprint"])
     if not cells:
         raise ValueError(f"{str(run_dir)!r} holds no finished testbed cells")
-    agents = tuple(dict.fromkeys(c.agent for c in cells))
-    problems_of = {a: sorted((c.problem, c.seeds) for c in cells if c.agent == a) for a in agents}
-    reference = problems_of[agents[0]]
-    for agent in agents[1:]:
-        if problems_of[agent] != reference:
-            raise ValueError(f"{agent} and {agents[0]} ran on other problems in {str(run_dir)!r}")
-    ordered = [c for a in agents for c in cells if c.agent == a]
-    rows = pd.concat([store.read(c) for c in ordered], ignore_index=True)
-    # Wall seconds per agent from the cells' creation times: a testbed run computes its
-    # agents one after another, so an agent's time runs from the previous agent's last
-    # cell (the folder's claim for the first) to its own last cell. It includes
-    # compilation and whatever else the machine was doing (stated with the figures).
+    return cells, created, {"versions": versions, "fingerprints": fingerprints}
+
+
+def _wall_seconds(run_dir: Path, cells, created) -> dict[str, int | None]:
+    """Wall seconds per agent of one run, from the cells' creation times: a testbed run
+    computes its agents one after another, so an agent's time runs from the previous
+    agent's last cell (the folder's claim for the first) to its own last cell. It
+    includes compilation and whatever else the machine was doing (stated with the figures)."""
     manifest = run_dir / "run_manifest.json"
     previous = None
     if manifest.is_file():
         previous = datetime.datetime.fromisoformat(json.loads(manifest.read_text(encoding="utf-8"))["claimed"])
-    for agent in agents:
-        mine = rows[rows["agent"] == agent]
-        per_agent[agent]["rows"] = int(len(mine))
-        last = max(created[c] for c in cells if c.agent == agent)
-        per_agent[agent]["wall_seconds"] = None if previous is None else round((last - previous).total_seconds())
+    seconds = {}
+    for agent in dict.fromkeys(c.agent for c, _ in cells):
+        last = max(created[c] for c, _ in cells if c.agent == agent)
+        seconds[agent] = None if previous is None else round((last - previous).total_seconds())
         previous = last
+    return seconds
+
+
+def store_baselines(
+    run_dir: str | Path | Sequence[str | Path], folder: str | Path, name: str, command: str | Sequence[str]
+) -> Path:
+    """Stores finished ``decision-bench testbed`` runs as baselines ``name`` in ``folder``;
+    returns the JSON's path.
+
+    run_dir: a run's folder (its testbed.csv and cells/), or several runs' folders
+      made by one package version (e.g. the core agents in one run and the hmc floor,
+      run later, in another); command: the command that made each run, in the same order.
+    Every agent must have run on the same problems (cells that differ only in the
+    agent), and no agent may be in two runs; the rows are taken from the verified
+    cell files, in run order and each run's cell order."""
+    run_dirs = [Path(run_dir)] if isinstance(run_dir, (str, Path)) else [Path(r) for r in run_dir]
+    commands = [command] if isinstance(command, str) else list(command)
+    if len(commands) != len(run_dirs):
+        raise ValueError(f"give one command per run folder: {len(run_dirs)} folders, {len(commands)} commands")
+    cells, per_agent, versions = [], {}, None
+    for one_dir, one_command in zip(run_dirs, commands):
+        mine, created, made_by = _run_cells(one_dir)
+        versions = versions or made_by["versions"]
+        if made_by["versions"].get(PACKAGE) != versions.get(PACKAGE):
+            raise ValueError(f"{str(one_dir)!r} was made by another {PACKAGE} version than {str(run_dirs[0])!r}")
+        twice = sorted(set(made_by["fingerprints"]) & set(per_agent))
+        if twice:
+            raise ValueError(f"{twice} ran in two of the given runs; give each agent's run once")
+        seconds = _wall_seconds(one_dir, mine, created)
+        for agent, fingerprint in made_by["fingerprints"].items():
+            per_agent[agent] = {"fingerprint": fingerprint, "wall_seconds": seconds[agent], "command": one_command}
+        cells += mine
+    agents = tuple(per_agent)
+    problems_of = {a: sorted((c.problem, c.seeds) for c, _ in cells if c.agent == a) for a in agents}
+    reference = problems_of[agents[0]]
+    for agent in agents[1:]:
+        if problems_of[agent] != reference:
+            raise ValueError(f"{agent} and {agents[0]} ran on other problems in {', '.join(map(str, run_dirs))}")
+    ordered = [(c, store) for a in agents for c, store in cells if c.agent == a]
+    rows = pd.concat([store.read(c) for c, store in ordered], ignore_index=True)
+    for agent in agents:
+        per_agent[agent]["rows"] = int((rows["agent"] == agent).sum())
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     write_results_csv(folder / f"{name}.csv", rows)
     meta = {
         "format": FORMAT,
         "name": name,
-        "command": command,
+        "command": " ; ".join(commands),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": versions,
         "stored_with": environment_info(),
         "agents": per_agent,
         "problems": [
             {"problem": dict(problem), "seeds": list(seeds)} for problem, seeds in
-            ((c.problem, c.seeds) for c in ordered if c.agent == agents[0])
+            ((c.problem, c.seeds) for c, _ in ordered if c.agent == agents[0])
         ],
     }
     return atomic_write_text(folder / f"{name}.json", json.dumps(meta, indent=1) + "\n")

@@ -144,3 +144,29 @@ def test_a_baselines_csv_without_its_checksum_is_refused(stored, tmp_path):
 def test_stored_names_lists_json_records(tmp_path):
     (tmp_path / "standard.json").write_text("{}")
     assert baselines_module.stored_names(tmp_path) == ("standard",)
+
+
+def test_baselines_stored_from_two_runs_hold_both_runs_agents(stored, tmp_path):
+    # The Bayes floor is run after the core agents, in a run of its own: both runs'
+    # agents become one set of baselines on the same problems.
+    root = stored.parent.parent
+    second = tmp_path / "uniform_run"
+    assert cli_main(["testbed", "--agents", "uniform", *GRID, "--out", str(second)]) == 0
+    path = store_baselines([root / "run", second], tmp_path / "stored", "both", ["first command", "second command"])
+    loaded = load_baselines(path)
+    assert loaded.agents == ("mlp", "uniform")
+    assert len(loaded.rows) == 2 * 12
+    assert loaded.meta["agents"]["uniform"]["command"] == "second command"
+    assert loaded.meta["command"] == "first command ; second command"
+    with pytest.raises(ValueError, match="ran in two of the given runs"):
+        store_baselines([second, second], tmp_path / "again", "twice", ["a", "b"])
+    with pytest.raises(ValueError, match="one command per run folder"):
+        store_baselines([root / "run", second], tmp_path / "again", "short", "one command")
+
+
+def test_baselines_from_runs_on_other_problems_are_refused(stored, tmp_path):
+    other = tmp_path / "other_run"
+    grid = [v if v != "2,5" else "3" for v in GRID]
+    assert cli_main(["testbed", "--agents", "uniform", *grid, "--out", str(other)]) == 0
+    with pytest.raises(ValueError, match="ran on other problems"):
+        store_baselines([stored.parent.parent / "run", other], tmp_path / "stored", "mixed", ["a", "b"])
