@@ -73,7 +73,7 @@ def _mcse_zscores(draws: np.ndarray, exact: np.ndarray, num_chains: int) -> np.n
 
 def test_truncated_coordinate_has_exactly_the_truncated_normal_law():
     """Quadrature of exp(log p(u)) over u pushes forward to N(0, 1) on (-2, 2)."""
-    coords = hmc._Coordinates("mlp", 1, (1,), "relu", 2)
+    coords = hmc.coordinates.Coordinates("mlp", 1, (1,), "relu", 2)
     # blocks: w0 (truncated), b0 (Gaussian), w1 (truncated, 2 entries)
     np.testing.assert_array_equal(coords.truncated_mask, [True, False, True, True])
 
@@ -97,7 +97,7 @@ def test_truncated_coordinate_has_exactly_the_truncated_normal_law():
 
 def test_coordinates_round_trip_the_priors_own_draws():
     prior = MLPPrior(3, hidden_sizes=(5, 4), activation="tanh", num_classes=3)
-    coords = hmc._coordinates_of_prior(prior)
+    coords = hmc.coordinates.coordinates_of_prior(prior)
     assert coords.dim == 3 * 5 + 5 + 5 * 4 + 4 * 3
     params = prior.init(jax.random.key(0))
     back = jax.jit(lambda p: coords.to_params(coords.from_params(p)))(params)
