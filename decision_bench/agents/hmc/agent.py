@@ -5,18 +5,17 @@ The agent's members are ``num_chains * num_samples`` kept draws of the chains
 enumerates them with equal weight and ``sample_logits`` picks one uniformly, for
 all inputs at once. Its state carries the chains' diagnostics (diagnostics.py).
 
-How ``fit`` drives it: every update writes its batch into a buffer of the
-training set at ``batch.index`` and marks the rows seen; the update whose step
-is ceil(T / batch_size) - 1 (T = ``batch.num_seen``) runs the chains on the rows
-seen. With fit's batch size the stream has by then delivered every position
-once, so the chains see the whole data set with no duplicates and no weighting;
-``agent.num_steps`` is ceil(T / batch_size). The trigger depends only on the
-step counter and T, so under vmap ``lax.cond`` stays a branch. In the bandit the
-chains run at the first update, on that batch's rows.
+Fitting: ``fit`` hands the agent the whole training set (``fit_data``; no
+update steps), and the chains run once on it, with no duplicates and no
+weighting; padding rows of a padded fit are left out of the likelihood. With T
+= 0 nothing runs and ``init``'s members, independent draws of the prior, are the
+exact posterior. ``update`` (the bandit's, ``update_mode="online"``) stores each
+new observation at its position and reruns the chains on every row stored: the
+posterior given all observations so far, at the cost of a full run per step.
 
 Static: the prior family, hidden sizes, activation, input dimension, number of
 classes and of training rows, algorithm, num_chains, num_warmup, num_samples,
-thinning, num_integration_steps, max_num_doublings, num_probes and batch_size.
+thinning, num_integration_steps, max_num_doublings and num_probes.
 Data (``HMCHyper``): initial_step_size, target_acceptance_rate,
 step_size_jitter and the problem's temperature.
 """
@@ -32,6 +31,8 @@ import jax.numpy as jnp
 
 from decision_bench._src.validation import check_choice, check_positive, check_sizes
 from decision_bench.agents import _bayes_common as common
+from decision_bench.agents import _data_buffer
+from decision_bench.agents._data_buffer import DataBuffer
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import as_hyper, bind
 from decision_bench.agents.hmc.coordinates import (
@@ -82,7 +83,7 @@ class HMCConfig:
     target_acceptance_rate: float = 0.8  # Stan's default
     step_size_jitter: float = 0.5  # sampling step sizes uniform in the adapted one * (1 -/+ 0.5)
     num_probes: int = 8  # inputs whose predictive log-odds the diagnostics monitor
-    batch_size: int = 100  # fit's (default) batch size: data collected in ceil(T / 100) updates
+    batch_size: int = 100  # unused (fit hands hmc the whole data set); accepted so stored configs load
     regularization: str = "testbed"  # unused (exact Bayes needs no decay); a uniform interface
 
     def __post_init__(self):
@@ -116,10 +117,7 @@ class HMCConfig:
 
 class HMCState(NamedTuple):
     members: Any  # the prior's params, every leaf with a leading [num_members] axis
-    x: jax.Array  # [num_train, input_dim] f32: the training inputs collected from batches
-    y: jax.Array  # [num_train] i32
-    seen: jax.Array  # [num_train] bool: rows written so far
-    step: jax.Array  # [] i32: updates done
+    data: DataBuffer  # the training rows the members condition on ([num_train] rows)
     diagnostics: HMCDiagnostics
 
 
@@ -148,6 +146,16 @@ def _settings(config: HMCConfig, coords: Coordinates) -> SamplerSettings:
         config.num_integration_steps,
         config.max_num_doublings,
         config.num_probes,
+    )
+
+
+def _hyper(config: HMCConfig, temperature: Any) -> HMCHyper:
+    return as_hyper(
+        HMCHyper,
+        initial_step_size=config.initial_step_size,
+        target_acceptance_rate=config.target_acceptance_rate,
+        step_size_jitter=config.step_size_jitter,
+        temperature=temperature,
     )
 
 
@@ -191,14 +199,7 @@ def hmc_posterior(
     x = jnp.asarray(data.x, jnp.float32)
     y = jnp.asarray(data.y, jnp.int32)
     common.check_batch_dim(x, y, coords.input_dim, "hmc_posterior")
-    hyper = as_hyper(
-        HMCHyper,
-        initial_step_size=config.initial_step_size,
-        target_acceptance_rate=config.target_acceptance_rate,
-        step_size_jitter=config.step_size_jitter,
-        temperature=prior.temperature,
-    )
-    return _posterior(_settings(config, coords), key, hyper, x, y)
+    return _posterior(_settings(config, coords), key, _hyper(config, prior.temperature), x, y)
 
 
 # ---------------------------------------------------------------- agent
@@ -206,23 +207,11 @@ def hmc_posterior(
 
 def hyperparameters(spec: ProblemSpec, config: HMCConfig) -> HMCHyper:
     """The hyper leaves of an hmc agent for ``spec`` and ``config``."""
-    return as_hyper(
-        HMCHyper,
-        initial_step_size=config.initial_step_size,
-        target_acceptance_rate=config.target_acceptance_rate,
-        step_size_jitter=config.step_size_jitter,
-        temperature=spec.temperature,
-    )
-
-
-def collection_steps(num_train: int, batch_size: int) -> int:
-    """Updates after which fit's stream has delivered every one of num_train
-    positions in batches of batch_size: ceil(T / B), at least 1."""
-    return max(1, -(-num_train // batch_size))
+    return _hyper(config, spec.temperature)
 
 
 @functools.lru_cache(maxsize=None)
-def _functions(settings: SamplerSettings, num_rows: int, batch_size: int):
+def _functions(settings: SamplerSettings, num_rows: int):
     """hmc's functions for one static setting; the same objects for the same
     setting, so every hmc agent of that shape shares its compiled programs."""
     coords = settings.coords
@@ -233,36 +222,26 @@ def _functions(settings: SamplerSettings, num_rows: int, batch_size: int):
         members = jax.vmap(prior.init)(jax.random.split(key, settings.num_members))
         return HMCState(
             members=members,
-            x=jnp.zeros((num_rows, input_dim), jnp.float32),
-            y=jnp.zeros((num_rows,), jnp.int32),
-            seen=jnp.zeros((num_rows,), bool),
-            step=jnp.zeros((), jnp.int32),
+            data=_data_buffer.empty(num_rows, input_dim),
             diagnostics=initial_diagnostics(settings.num_quantities, settings.num_chains),
         )
 
+    def resample(hyper: HMCHyper, key: jax.Array, data: DataBuffer, num_seen: jax.Array) -> HMCState:
+        """The chains on every row stored in ``data``."""
+        members, diagnostics = run_chains(settings, key, hyper, data.x, data.y, data.seen.astype(jnp.float32))
+        num_seen = jnp.asarray(num_seen, jnp.float32)
+        return HMCState(members=members, data=data, diagnostics=diagnostics._replace(num_seen=num_seen))
+
     def update(hyper: HMCHyper, key: jax.Array, state: HMCState, batch: Batch) -> HMCState:
+        """Stores the batch's examples at their positions and reruns the chains
+        on every row stored (a sequential use: each update costs a full run)."""
         common.check_batch_dim(batch.x, batch.y, input_dim, "hmc update")
-        num_seen = jnp.asarray(batch.num_seen, jnp.float32)
-        collected = state._replace(
-            x=state.x.at[batch.index].set(batch.x.astype(jnp.float32), mode="drop"),
-            y=state.y.at[batch.index].set(batch.y.astype(jnp.int32), mode="drop"),
-            seen=state.seen.at[batch.index].set(True, mode="drop"),
-            step=state.step + 1,
-            diagnostics=state.diagnostics._replace(num_seen=num_seen),
-        )
-        if num_rows == 0:
-            return collected
-        # The update by which fit's stream has delivered every position (see
-        # collection_steps); T is data, so every T of a padded bucket shares this.
-        last = jnp.maximum(jnp.ceil(num_seen / batch_size).astype(jnp.int32), 1) - 1
+        return resample(hyper, key, _data_buffer.write(state.data, batch), batch.num_seen)
 
-        def run(s: HMCState) -> HMCState:
-            members, diagnostics = run_chains(
-                settings, key, hyper, s.x, s.y, s.seen.astype(jnp.float32)
-            )
-            return s._replace(members=members, diagnostics=diagnostics._replace(num_seen=num_seen))
-
-        return jax.lax.cond(state.step == last, run, lambda s: s, collected)
+    def fit_data(hyper: HMCHyper, key: jax.Array, state: HMCState, data: Dataset, num_train: jax.Array) -> HMCState:
+        """The chains on the first num_train rows of data (x [rows, d], y [rows])."""
+        common.check_batch_dim(data.x, data.y, input_dim, "hmc fit_data")
+        return resample(hyper, key, _data_buffer.from_dataset(num_rows, data, num_train), num_train)
 
     def member_logits(hyper: HMCHyper, state: HMCState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [num_members, n, C]: every kept draw."""
@@ -277,17 +256,19 @@ def _functions(settings: SamplerSettings, num_rows: int, batch_size: int):
         member = jax.tree.map(lambda leaf: leaf[i], state.members)
         return coords.prior(hyper.temperature).logits(member, x)
 
-    return init, update, sample_logits, member_logits
+    return init, update, sample_logits, member_logits, fit_data
 
 
 def make_hmc(spec: ProblemSpec, config: HMCConfig = HMCConfig()) -> Agent:
     """HMC agent for ``spec``. See the module docstring."""
     require_blackjax()
     coords = _coordinates(config, spec.input_dim, spec.num_classes)
-    functions = _functions(_settings(config, coords), spec.num_train, config.batch_size)
+    *functions, fit_data = _functions(_settings(config, coords), spec.num_train)
     return bind(
         hyperparameters(spec, config),
         *functions,
-        num_steps=collection_steps(spec.num_train, config.batch_size),
+        fit_data=fit_data,
+        num_steps=0,
         name="hmc",
+        update_mode="online",
     )

@@ -110,10 +110,7 @@ def diagnostic_problems(
     if not bool(d.sampled):
         if float(d.num_seen) == 0:
             return []
-        return [
-            f"the chains never ran although {float(d.num_seen):g} training rows were seen "
-            "(fit took too few steps for its batch size)"
-        ]
+        return [f"the chains never ran although {float(d.num_seen):g} training rows were seen"]
     problems = []
     rhat, ess = float(np.max(d.rhat)), float(np.min(d.ess))
     if not rhat <= max_rhat:
