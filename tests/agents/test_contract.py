@@ -137,6 +137,9 @@ def test_shapes_and_state_signature(name):
     if agent.member_logits is not None:
         members = jax.jit(agent.member_logits)(state, x)
         assert members.ndim == 3 and members.shape[1:] == (7, SPEC.num_classes)
+    if agent.diagnose is not None:
+        passed = jax.jit(agent.diagnose)(state)
+        assert passed.shape == () and passed.dtype == jnp.bool_
 
 
 @pytest.mark.parametrize("name", registered(exclude=DATA_INDEPENDENT))

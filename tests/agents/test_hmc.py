@@ -231,7 +231,7 @@ def test_registered_agent_fits_and_evaluates():
     assert result.method == "exact" and result.num_models == 40
     assert math.isfinite(result.kl) and result.fraction_finite == 1.0
     # The tiny run is too short to pass its diagnostics, and says so.
-    assert not bool(hmc.diagnostics_pass(d))
+    assert not bool(hmc.diagnostics_pass(d)) and not bool(agent.diagnose(state))
     assert any("R-hat" in p or "ESS" in p for p in hmc.diagnostic_problems(d))
 
 
@@ -264,6 +264,7 @@ def test_without_data_the_agent_is_the_prior():
     agent = agents.make("hmc", problem.spec, hidden_sizes=(8,), num_chains=4, num_samples=250)
     state = agents.fit(agent, jax.random.key(0), problem.train_data, problem.spec)
     assert not bool(state.diagnostics.sampled) and bool(hmc.diagnostics_pass(state.diagnostics))
+    assert bool(agent.diagnose(state))
     agents.check_finite(state, "hmc")  # the unsampled diagnostics are zeros, not NaN
     assert hmc.diagnostic_problems(state.diagnostics) == []
     ours = estimate_kl(FittedAgent(agent, state), problem, jax.random.key(1), num_test=300)

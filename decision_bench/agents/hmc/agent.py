@@ -3,7 +3,8 @@
 The agent's members are ``num_chains * num_samples`` kept draws of the chains
 (sampler.py) on the problem's own prior, chain-major; ``member_logits``
 enumerates them with equal weight and ``sample_logits`` picks one uniformly, for
-all inputs at once. Its state carries the chains' diagnostics (diagnostics.py).
+all inputs at once. Its state carries the chains' diagnostics (diagnostics.py),
+and ``agent.diagnose(state)`` says whether they pass.
 
 Fitting: ``fit`` hands the agent the whole training set (``fit_data``; no
 update steps), and the chains run once on it, with no duplicates and no
@@ -41,7 +42,7 @@ from decision_bench.agents.hmc.coordinates import (
     coordinates_of_prior,
     model_coordinates,
 )
-from decision_bench.agents.hmc.diagnostics import HMCDiagnostics, initial_diagnostics
+from decision_bench.agents.hmc.diagnostics import HMCDiagnostics, diagnostics_pass, initial_diagnostics
 from decision_bench.agents.hmc.sampler import (
     ALGORITHMS,
     HMCHyper,
@@ -256,18 +257,24 @@ def _functions(settings: SamplerSettings, num_rows: int):
         member = jax.tree.map(lambda leaf: leaf[i], state.members)
         return coords.prior(hyper.temperature).logits(member, x)
 
-    return init, update, sample_logits, member_logits, fit_data
+    def diagnose(hyper: HMCHyper, state: HMCState) -> jax.Array:
+        """[] bool: the state's diagnostics pass (``diagnostics_pass``, divergences included)."""
+        del hyper
+        return diagnostics_pass(state.diagnostics, num_transitions=settings.num_samples * settings.thinning)
+
+    return init, update, sample_logits, member_logits, fit_data, diagnose
 
 
 def make_hmc(spec: ProblemSpec, config: HMCConfig = HMCConfig()) -> Agent:
     """HMC agent for ``spec``. See the module docstring."""
     require_blackjax()
     coords = _coordinates(config, spec.input_dim, spec.num_classes)
-    *functions, fit_data = _functions(_settings(config, coords), spec.num_train)
+    *functions, fit_data, diagnose = _functions(_settings(config, coords), spec.num_train)
     return bind(
         hyperparameters(spec, config),
         *functions,
         fit_data=fit_data,
+        diagnose=diagnose,
         num_steps=0,
         name="hmc",
         update_mode="online",
