@@ -67,9 +67,9 @@ def fit(
 
     num_steps: SGD steps (None: the agent's default, ``agent.num_steps``). An
     agent with ``fit_data`` then gets the whole data set (its first num_train
-    rows) at once. With no rows nothing is done and the initial state is returned. Given a
-    ``spec``, shapes are checked against it before tracing, so a mismatch names
-    both shapes. Inside jit (spec None) it traces into the caller's program.
+    rows) at once. With no rows nothing is done and the initial state is
+    returned. Given a ``spec``, shapes are checked against it before tracing, so
+    a mismatch names both shapes. Inside jit (spec None) it traces into the caller's program.
 
     num_train: None trains on every row. Otherwise only the first num_train rows
     are data and the rest padding that is never drawn; it may be traced (one

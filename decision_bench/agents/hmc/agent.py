@@ -131,7 +131,6 @@ class HMCPosterior(NamedTuple):
     diagnostics: HMCDiagnostics
 
 
-
 def _coordinates(config: HMCConfig, input_dim: int, num_classes: int) -> Coordinates:
     return model_coordinates(config.prior, config.hidden_sizes, config.activation, input_dim, num_classes)
 
@@ -151,13 +150,9 @@ def _settings(config: HMCConfig, coords: Coordinates) -> SamplerSettings:
 
 
 def _hyper(config: HMCConfig, temperature: Any) -> HMCHyper:
-    return as_hyper(
-        HMCHyper,
-        initial_step_size=config.initial_step_size,
-        target_acceptance_rate=config.target_acceptance_rate,
-        step_size_jitter=config.step_size_jitter,
-        temperature=temperature,
-    )
+    """HMCHyper's leaves: the config's fields of those names and the temperature."""
+    fields = {name: getattr(config, name) for name in HMCHyper._fields if name != "temperature"}
+    return as_hyper(HMCHyper, temperature=temperature, **fields)
 
 
 # ---------------------------------------------------------------- direct use
