@@ -245,7 +245,8 @@ def test_each_update_reruns_the_chains_on_every_row_stored():
     assert agent.update_mode == "online"
     update = jax.jit(agent.update)
     state = agent.init(jax.random.key(0))
-    for t, (x, y) in enumerate([([0.5, -1.0], 1), ([2.0, 0.3], 0)], start=1):
+    rows = np.array([[0.5, -1.0], [2.0, 0.3]], np.float32)
+    for t, (x, y) in enumerate(zip(rows, [1, 0]), start=1):
         batch = agents.Batch(x=jnp.array([x], jnp.float32), y=jnp.array([y], jnp.int32),
                              num_seen=jnp.float32(t), index=jnp.array([t - 1], jnp.int32))
         before = state.members
@@ -254,7 +255,7 @@ def test_each_update_reruns_the_chains_on_every_row_stored():
         assert bool(d.sampled) and float(d.num_data) == float(d.num_seen) == t
         assert int(state.data.seen.sum()) == t
         assert not np.array_equal(state.members[0]["w"], before[0]["w"])
-    np.testing.assert_array_equal(state.data.x[:2], [[0.5, -1.0], [2.0, 0.3]])
+    np.testing.assert_array_equal(state.data.x[:2], rows)
 
 
 def test_without_data_the_agent_is_the_prior():
