@@ -41,6 +41,8 @@ def bench_agent(name: str, problem, num_steps: int, batch_size: int, overrides: 
     """One row of figures for agent `name`."""
     agent = agents.make(name, problem.spec, **overrides)
     spec, data = problem.spec, problem.train_data
+    if agent.fit_data is not None and agent.num_steps == 0:
+        num_steps = 0  # a full-batch agent (hmc, knn, random_forest): one whole fit, no updates
 
     def run(key, train_data):
         return agents.fit(agent, key, train_data, spec, num_steps=num_steps, batch_size=batch_size)
@@ -77,6 +79,7 @@ def bench_agent(name: str, problem, num_steps: int, batch_size: int, overrides: 
         "compile_s": round(compile_s, 3),
         "run_s": round(best, 4),
         "trains": trains,
+        "full_batch": agent.fit_data is not None,
         "steps_per_s": round(num_steps / best, 1) if num_steps and trains else None,
         "program_mb": round(_megabytes(program_bytes), 2),
         "state_mb": round(_megabytes(state_bytes), 3),
@@ -129,7 +132,7 @@ def main(argv=None) -> int:
         for row in rows:
             notes = [f"{k}={v}" for k, v in row["overrides"].items()]
             if not row["trains"]:
-                notes.append("ignores data (no SGD)")
+                notes.append("full batch (no SGD)" if row["full_batch"] else "ignores data (no SGD)")
             if not row["finite"]:
                 notes.append("NON-FINITE")
             rate = "-" if row["steps_per_s"] is None else f"{row['steps_per_s']:.0f}"

@@ -14,23 +14,20 @@ Writing is idempotent: an example drawn in many minibatches is stored once, so t
 stored set is exactly "the training data seen so far", however the batches repeat
 rows. Positions outside the buffer are dropped (JAX scatter semantics).
 
-``fit`` draws batches from a stream of per-epoch shuffles (agents/training.py), so
-its first ceil(T / batch_size) steps touch every row: :func:`steps_to_cover` is the
-default ``num_steps`` of an agent whose only use of ``update`` is to fill the buffer.
+``fit`` hands such an agent the whole training set through its ``fit_data``
+(agents/base.py), which stores it with :func:`from_dataset`; ``update`` writes the
+rows of a batch, as the bandit feeds them.
 """
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from decision_bench.agents.base import Batch
-
-# fit's default batch size (agents/training.py); the steps that cover one epoch with it.
-FIT_BATCH_SIZE = 100
+from decision_bench.envs.testbed import Dataset
 
 
 class DataBuffer(NamedTuple):
@@ -58,11 +55,16 @@ def write(buffer: DataBuffer, batch: Batch) -> DataBuffer:
     )
 
 
+def from_dataset(capacity: int, data: Dataset, num_train: jax.Array) -> DataBuffer:
+    """A buffer of ``capacity`` rows holding row i of ``data`` (x [rows, d], y [rows])
+    at position i for every i < num_train ([] i32, may be traced); the rows after
+    num_train are padding and are not stored, nor are positions past the capacity."""
+    position = jnp.arange(data.x.shape[0], dtype=jnp.int32)
+    index = jnp.where(position < num_train, position, capacity)  # past the end: dropped
+    rows = Batch(x=data.x, y=data.y, num_seen=jnp.asarray(num_train, jnp.float32), index=index)
+    return write(empty(capacity, data.x.shape[1]), rows)
+
+
 def count(buffer: DataBuffer) -> jax.Array:
     """The number of rows seen, a [] i32."""
     return buffer.seen.sum()
-
-
-def steps_to_cover(num_train: int, batch_size: int = FIT_BATCH_SIZE) -> int:
-    """Steps of ``fit`` (at ``batch_size``) that draw every one of num_train rows: >= 1."""
-    return max(1, math.ceil(num_train / batch_size))

@@ -13,6 +13,13 @@ An agent is built from a name, a ProblemSpec and a config (``agents.make``):
 - ``member_logits(state, x) -> [num_members, n, num_classes]`` or None: all
   members of a finite index set at once (ensembles, SGLD's kept models), so
   evaluation can enumerate them exactly with equal weights.
+- ``fit_data(key, state, data, num_train) -> state`` or None: the part of fitting
+  a fixed data set that needs all of it at once (a full-batch sampler, a forest,
+  stored neighbours). ``data`` is a ``Dataset`` (x [rows, d] f32, y [rows] i32)
+  whose first ``num_train`` ([] i32, may be traced) rows are the training set and
+  the rest padding. ``fit`` calls it once, after its ``num_steps`` updates.
+- ``diagnose(state) -> [] bool`` or None: whether the fitted state can be trusted
+  (an MCMC run's convergence checks); jittable, vmap it over stacked states.
 
 The PRNG key always comes first, as in gymnax and this project's env API, so
 every random function in the project reads ``f(key, ...)`` (before 0.2 the order
@@ -117,15 +124,21 @@ def check_key_argument(field: str, value: Any) -> None:
     )
 
 
+# The Agent fields that hold functions (pytree data; the other fields are static).
+_FUNCTIONS = ("init", "update", "sample_logits", "member_logits", "fit_data", "diagnose")
+
+
 @dataclasses.dataclass(frozen=True)
 class Agent:
     """The record of an agent's pure functions; a pytree.
 
     Fields: ``init``, ``update``, ``sample_logits``, ``member_logits`` (or None),
-    ``num_steps`` (default SGD steps for ``fit``), ``name`` and ``update_mode``
+    ``num_steps`` (default SGD steps for ``fit``), ``name``, ``update_mode``
     ("replay": the bandit trains on minibatches drawn from a replay buffer;
     "online": one update per observation with exactly that observation, for
-    exact conjugate updates such as ``beta_bernoulli``).
+    exact conjugate updates such as ``beta_bernoulli``), and the optional
+    ``fit_data`` (full-batch fitting, see the module docstring) and ``diagnose``
+    (``(state) -> [] bool``, True when the fit can be trusted).
 
     The functions take the PRNG key first: ``init(key)``, ``update(key, state,
     batch)``, ``sample_logits(key, state, x)`` (``member_logits(state, x)`` has no
@@ -151,9 +164,11 @@ class Agent:
     num_steps: int = 1000
     name: str = "agent"
     update_mode: str = "replay"
+    fit_data: Optional[Callable[[jax.Array, Any, Any, jax.Array], Any]] = None
+    diagnose: Optional[Callable[[Any], jax.Array]] = None
 
     def __post_init__(self):
-        for field in ("init", "update", "sample_logits", "member_logits"):
+        for field in _FUNCTIONS:
             _check_key_first(field, getattr(self, field))
             object.__setattr__(self, field, _as_pytree_function(getattr(self, field)))
         if self.update_mode not in UPDATE_MODES:
@@ -169,7 +184,7 @@ class Agent:
 
 jax.tree_util.register_dataclass(
     Agent,
-    data_fields=["init", "update", "sample_logits", "member_logits"],
+    data_fields=list(_FUNCTIONS),
     meta_fields=["num_steps", "name", "update_mode"],
 )
 

@@ -16,7 +16,8 @@ The Agent record is then a pytree whose leaves are the hyperparameters, so
 Functions bound by ``bind`` take ``hyper`` as their first argument and then
 follow the Agent's key-first order (agents/base.py): ``init(hyper, key)``,
 ``update(hyper, key, state, batch)``, ``sample_logits(hyper, key, state, x)``,
-``member_logits(hyper, state, x)``.
+``member_logits(hyper, state, x)``, ``fit_data(hyper, key, state, data,
+num_train)``, ``diagnose(hyper, state)``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def bind(
     update: Callable,
     sample_logits: Callable,
     member_logits: Callable | None = None,
+    *,
+    fit_data: Callable | None = None,
+    diagnose: Callable | None = None,
     **record: Any,
 ) -> Agent:
     """The Agent whose functions are the given ones with ``hyper`` bound first.
@@ -55,6 +59,8 @@ def bind(
         bound(_key_checked(update, "update")),
         bound(_key_checked(sample_logits, "sample_logits")),
         bound(member_logits),
+        fit_data=bound(fit_data),
+        diagnose=bound(diagnose),
         **record,
     )
 
@@ -89,6 +95,8 @@ def with_hyperparameters(agent: Agent, hyper: Any) -> Agent:
         update=rebound(agent.update),
         sample_logits=rebound(agent.sample_logits),
         member_logits=rebound(agent.member_logits),
+        fit_data=rebound(agent.fit_data),
+        diagnose=rebound(agent.diagnose),
     )
 
 

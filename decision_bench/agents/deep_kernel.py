@@ -28,11 +28,13 @@
    are not products of marginals.
 
 The kernel matrix needs every training input under the final network, so the
-state also stores the training rows at their ``Batch.index`` positions
-(agents/_data_buffer.py, ``spec.num_train`` rows), and ``sample_logits`` builds
-M and its Cholesky factor from them (m x m, m = 50: cheap, and independent of
-the key, so a vmap over keys computes it once). In the bandit (``update_mode``
-"replay") the rows are the replay positions the minibatches have drawn so far.
+state also stores the training rows (agents/_data_buffer.py, ``spec.num_train``
+rows), and ``sample_logits`` builds M and its Cholesky factor from them (m x m,
+m = 50: cheap, and independent of the key, so a vmap over keys computes it
+once). ``fit`` hands it the whole training set after the gradient steps
+(``fit_data``); in the bandit (``update_mode`` "replay") each update stores its
+batch at the ``Batch.index`` positions, so the rows are the replay positions the
+minibatches have drawn so far.
 
 Static: hidden_sizes, input_dim, num_classes, num_train, regularization.
 Data (``DeepKernelHyper``): l2, learning_rate, temperature, scale_factor,
@@ -61,6 +63,7 @@ from decision_bench.agents._data_buffer import DataBuffer
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight, sgd_step
 from decision_bench.agents.mlp import check_common
+from decision_bench.envs.testbed import Dataset
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -173,6 +176,16 @@ def _functions(
             num_seen=jnp.asarray(batch.num_seen, jnp.float32),
         )
 
+    def fit_data(
+        hyper: DeepKernelHyper, key: jax.Array, state: DeepKernelState, data: Dataset, num_train: jax.Array
+    ) -> DeepKernelState:
+        """Stores the first num_train rows of data (x [rows, d], y [rows]) for the kernel."""
+        del hyper, key  # the network is trained by update
+        return state._replace(
+            data=_data_buffer.from_dataset(capacity, data, num_train),
+            num_seen=jnp.asarray(num_train, jnp.float32),
+        )
+
     def sample_logits(hyper: DeepKernelHyper, key: jax.Array, state: DeepKernelState, x: jax.Array) -> jax.Array:
         """One joint draw of the linear head, applied to all of x [n, d] -> [n, C]."""
         zeta = jax.random.normal(key, (width, num_classes), jnp.float32)
@@ -180,11 +193,11 @@ def _functions(
         scale = logit_scale(hyper, state.num_seen)
         return relu_mlp(state.params, x) + scale * features(state.params, x) @ delta
 
-    return init, update, sample_logits
+    return init, update, sample_logits, fit_data
 
 
 def make_deep_kernel(spec: ProblemSpec, config: DeepKernelConfig) -> Agent:
-    functions = _functions(
+    init, update, sample_logits, fit_data = _functions(
         tuple(config.hidden_sizes), spec.input_dim, spec.num_classes, spec.num_train, config.regularization
     )
     hyper = as_hyper(
@@ -196,4 +209,6 @@ def make_deep_kernel(spec: ProblemSpec, config: DeepKernelConfig) -> Agent:
         sigma_squared_factor=config.sigma_squared_factor,
     )
     # member_logits None: the head's posterior is continuous.
-    return bind(hyper, *functions, None, num_steps=config.num_steps, name="deep_kernel")
+    return bind(
+        hyper, init, update, sample_logits, None, fit_data=fit_data, num_steps=config.num_steps, name="deep_kernel"
+    )

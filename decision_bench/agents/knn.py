@@ -24,11 +24,10 @@ as the reference does). No rows seen: uniform probabilities. Unlike the referenc
 we add no fake row per class at the origin (a workaround for scikit-learn's class
 bookkeeping there, which also moves predictions near 0 at small T).
 
-Training data. The state stores every example it is given at its position
-``Batch.index`` (agents/_data_buffer.py), in a buffer of ``spec.num_train`` rows:
-``fit``'s first ceil(T / 100) steps (its default batch size) store the whole
-training set, so that is ``num_steps``; with a smaller ``batch_size`` pass
-``num_steps >= ceil(T / batch_size)``. In the bandit the record says
+Training data. The state stores the training rows in a buffer of
+``spec.num_train`` rows (agents/_data_buffer.py): ``fit`` hands it the whole
+training set (``fit_data``; no update steps), and ``update`` stores each example
+of a batch at its position ``Batch.index``. In the bandit the record says
 ``update_mode="online"``: each observation is stored once, at its replay position.
 
 Static: num_neighbors, weighting, input_dim, num_classes, num_train (buffer rows).
@@ -50,6 +49,7 @@ from decision_bench.agents._data_buffer import DataBuffer
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import as_hyper, bind
 from decision_bench.agents.regularization import REGULARIZATION_MODES
+from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
 
 WEIGHTINGS = ("uniform", "distance")
@@ -150,6 +150,11 @@ def _functions(num_neighbors: int, weighting: str, input_dim: int, num_classes: 
         del hyper, key
         return KNNState(data=_data_buffer.write(state.data, batch))
 
+    def fit_data(hyper: KNNHyper, key: jax.Array, state: KNNState, data: Dataset, num_train: jax.Array) -> KNNState:
+        """Stores the first num_train rows of data (x [rows, d], y [rows])."""
+        del hyper, key, state
+        return KNNState(data=_data_buffer.from_dataset(capacity, data, num_train))
+
     def member_logits(hyper: KNNHyper, state: KNNState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [1, n, C]: one classifier, an ensemble of one."""
         probs = neighbour_probabilities(state.data, x, num_neighbors, weighting, num_classes)
@@ -160,18 +165,19 @@ def _functions(num_neighbors: int, weighting: str, input_dim: int, num_classes: 
         del key
         return member_logits(hyper, state, x)[0]
 
-    return init, update, sample_logits, member_logits
+    return init, update, sample_logits, member_logits, fit_data
 
 
 def make_knn(spec: ProblemSpec, config: KNNConfig) -> Agent:
-    functions = _functions(
+    *functions, fit_data = _functions(
         config.num_neighbors, config.weighting, spec.input_dim, spec.num_classes, spec.num_train
     )
     hyper = as_hyper(KNNHyper, probability_clip=config.probability_clip)
     return bind(
         hyper,
         *functions,
-        num_steps=_data_buffer.steps_to_cover(spec.num_train),
+        fit_data=fit_data,
+        num_steps=0,
         name="knn",
         update_mode="online",
     )

@@ -25,12 +25,12 @@ vmaps (the callback runs once per batch element, ``vmap_method="sequential"``).
 The forest is a deterministic function of the update's key: the callback gets
 32 random bits from it as scikit-learn's ``random_state``.
 
-Training data and ``update``: as knn (agents/_data_buffer.py), every example is
-stored at its position ``Batch.index`` in a buffer of ``spec.num_train`` rows,
-and each ``update`` then regrows the forest on every row seen so far. ``fit``'s
-first ceil(T / 100) steps store the whole training set, so that is
-``num_steps``; in the bandit ``update_mode="online"`` regrows it after each
-observation (one forest per step: slow for long runs). Memory: 5 arrays of
+Training data: as knn (agents/_data_buffer.py), the rows are stored in a buffer
+of ``spec.num_train`` rows and the forest is grown on every row stored. ``fit``
+hands it the whole training set (``fit_data``: one forest, no update steps);
+``update`` stores a batch's examples at their positions ``Batch.index`` and
+regrows the forest, which in the bandit (``update_mode="online"``) happens after
+each observation (one forest per step: slow for long runs). Memory: 5 arrays of
 [num_trees, 2 num_train - 1] plus the leaf distributions, about 50 MB for 1000
 trees at T = 1000.
 
@@ -58,6 +58,7 @@ from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import as_hyper, bind
 from decision_bench.agents.knn import check_probability_clip, clipped_logits
 from decision_bench.agents.regularization import REGULARIZATION_MODES
+from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
 
 CRITERIA = ("gini", "entropy")
@@ -227,17 +228,27 @@ def _functions(num_trees: int, criterion: str, input_dim: int, num_classes: int,
             forest=Forest(**{name: jnp.asarray(a) for name, a in leaf.items()}),
         )
 
-    def update(
-        hyper: RandomForestHyper, key: jax.Array, state: RandomForestState, batch: Batch
-    ) -> RandomForestState:
-        """Stores the batch's examples, then regrows the forest on every row seen."""
-        del hyper
-        data = _data_buffer.write(state.data, batch)
+    def grown(key: jax.Array, data: DataBuffer) -> RandomForestState:
+        """The forest grown on every row of ``data``; its seed is 32 bits of the key."""
         seed = jax.random.bits(key, (), jnp.uint32)
         forest = jax.pure_callback(
             grow_callback, shapes, data.x, data.y, data.seen, seed, vmap_method="sequential"
         )
         return RandomForestState(data=data, forest=forest)
+
+    def update(
+        hyper: RandomForestHyper, key: jax.Array, state: RandomForestState, batch: Batch
+    ) -> RandomForestState:
+        """Stores the batch's examples, then regrows the forest on every row seen."""
+        del hyper
+        return grown(key, _data_buffer.write(state.data, batch))
+
+    def fit_data(
+        hyper: RandomForestHyper, key: jax.Array, state: RandomForestState, data: Dataset, num_train: jax.Array
+    ) -> RandomForestState:
+        """Grows the forest on the first num_train rows of data (x [rows, d], y [rows])."""
+        del hyper, state
+        return grown(key, _data_buffer.from_dataset(capacity, data, num_train))
 
     def member_logits(hyper: RandomForestHyper, state: RandomForestState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [1, n, C]: one classifier, an ensemble of one."""
@@ -251,19 +262,20 @@ def _functions(num_trees: int, criterion: str, input_dim: int, num_classes: int,
         del key
         return member_logits(hyper, state, x)[0]
 
-    return init, update, sample_logits, member_logits
+    return init, update, sample_logits, member_logits, fit_data
 
 
 def make_random_forest(spec: ProblemSpec, config: RandomForestConfig) -> Agent:
     require_extra("data", "agent 'random_forest'")
-    functions = _functions(
+    *functions, fit_data = _functions(
         config.num_trees, config.criterion, spec.input_dim, spec.num_classes, spec.num_train
     )
     hyper = as_hyper(RandomForestHyper, probability_clip=config.probability_clip)
     return bind(
         hyper,
         *functions,
-        num_steps=_data_buffer.steps_to_cover(spec.num_train),
+        fit_data=fit_data,
+        num_steps=0,
         name="random_forest",
         update_mode="online",
     )

@@ -19,6 +19,10 @@ sampling noise the reference does not have and, for T < B, uses smaller batches.
 The batch carries ``num_seen = T`` for the decayed regulariser and ``index`` =
 the positions, for bootstrap weights.
 
+An agent with ``fit_data`` (agents/base.py) is then handed the whole data set
+once, after the updates: a full-batch sampler, a forest or a store of
+neighbours is fitted there, and takes no update steps by default.
+
 ``fit_checked`` is the host-side entry point that refuses non-finite parameters.
 """
 
@@ -61,10 +65,11 @@ def fit(
 ) -> Any:
     """Trains ``agent`` on ``train_data`` (x [rows, d] f32, y [rows] i32); returns its state.
 
-    num_steps: SGD steps (None: the agent's default, ``agent.num_steps``). With
-    no rows no step is taken and the initial state is returned. Given a
-    ``spec``, shapes are checked against it before tracing, so a mismatch names
-    both shapes. Inside jit (spec None) it traces into the caller's program.
+    num_steps: SGD steps (None: the agent's default, ``agent.num_steps``). An
+    agent with ``fit_data`` then gets the whole data set (its first num_train
+    rows) at once. With no rows nothing is done and the initial state is
+    returned. Given a ``spec``, shapes are checked against it before tracing, so
+    a mismatch names both shapes. Inside jit (spec None) it traces into the caller's program.
 
     num_train: None trains on every row. Otherwise only the first num_train rows
     are data and the rest padding that is never drawn; it may be traced (one
@@ -181,7 +186,7 @@ def _fit(
     k_init, k_shuffle, k_updates = jax.random.split(key, 3)
     state = agent.init(k_init)
     num_rows = data.x.shape[0]
-    if num_rows == 0 or num_steps == 0:
+    if num_rows == 0:
         return state
     num_seen = jnp.asarray(num_train, jnp.float32)
 
@@ -191,9 +196,26 @@ def _fit(
         batch = Batch(x=data.x[index], y=data.y[index], num_seen=num_seen, index=index)
         return agent.update(k_update, state, batch), None
 
-    steps = (jnp.arange(num_steps), jax.random.split(k_updates, num_steps))
-    state, _ = jax.lax.scan(step, state, steps)
+    if num_steps > 0:
+        steps = (jnp.arange(num_steps), jax.random.split(k_updates, num_steps))
+        state, _ = jax.lax.scan(step, state, steps)
+    if agent.fit_data is not None:
+        state = agent.fit_data(_fit_data_key(k_updates, num_train, batch_size, num_rows), state, data, num_train)
     return state
+
+
+def _fit_data_key(k_updates: jax.Array, num_train: jax.Array, batch_size: int, num_rows: int) -> jax.Array:
+    """The key of update ceil(T / batch_size) - 1, the first by which the batch
+    stream has delivered every row (T = num_train, traced).
+
+    fit_data stands in for the updates that would collect the data set, so it
+    takes the key the last of them gets: an agent draws the same whether it
+    collects its rows update by update or is handed them at once. split's i-th
+    key does not depend on the count (threefry is counter-based), so a static
+    count covering every T of the bucket gives the same key.
+    """
+    covering = jnp.maximum(1, -(-num_train // batch_size))
+    return jax.random.split(k_updates, max(1, -(-num_rows // batch_size)))[covering - 1]
 
 
 class NonFiniteParamsError(FloatingPointError):

@@ -52,7 +52,6 @@ from decision_bench._src.validation import check_choice, check_int
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
 from decision_bench.agents import registry as agent_registry
-from decision_bench.agents.hmc import HMCConfig, HMCDiagnostics, diagnostics_pass
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.agents.training import bucket_size
 from decision_bench.envs.testbed import sample_environment
@@ -420,12 +419,8 @@ def _reference_fit(
                    num_rows=bucket_size(setting.num_train))
     )
     seconds = time.perf_counter() - start
-    converged = None
-    diagnostics = getattr(states, "diagnostics", None)
-    if isinstance(diagnostics, HMCDiagnostics):
-        config = agent_registry.config(name, **overrides)
-        transitions = config.num_samples * config.thinning if isinstance(config, HMCConfig) else None
-        converged = np.asarray(diagnostics_pass(diagnostics, num_transitions=transitions))
+    # The reference's own checks (an MCMC run's convergence), per seed; None if it has none.
+    converged = None if agent.diagnose is None else np.asarray(jax.vmap(agent.diagnose)(states))
     fits.put(cache_key, (agent, states, converged, seconds))
     return agent, states, converged, seconds
 

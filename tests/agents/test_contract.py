@@ -137,6 +137,9 @@ def test_shapes_and_state_signature(name):
     if agent.member_logits is not None:
         members = jax.jit(agent.member_logits)(state, x)
         assert members.ndim == 3 and members.shape[1:] == (7, SPEC.num_classes)
+    if agent.diagnose is not None:
+        passed = jax.jit(agent.diagnose)(state)
+        assert passed.shape == () and passed.dtype == jnp.bool_
 
 
 @pytest.mark.parametrize("name", registered(exclude=DATA_INDEPENDENT))
@@ -216,6 +219,31 @@ def test_fit_under_vmap_equals_separate_fits(name):
             _continuous_part(name, batched),
             _continuous_part(name, single),
         )
+
+
+def test_fit_hands_fit_data_the_real_rows_once_after_the_updates():
+    """A user's agent with fit_data: fit runs its num_steps updates, then gives
+    fit_data the padded data set and the number of real rows."""
+    rows, real = 10, 7
+
+    def init(key):
+        del key
+        return {"updates": jnp.zeros((), jnp.int32), "x": jnp.zeros((rows, 2)), "num_train": jnp.zeros((), jnp.int32)}
+
+    def update(key, state, batch):
+        return {**state, "updates": state["updates"] + 1}
+
+    def fit_data(key, state, data, num_train):
+        real_rows = (jnp.arange(rows) < num_train)[:, None]
+        return {**state, "x": jnp.where(real_rows, data.x, 0.0), "num_train": num_train}
+
+    agent = agents.Agent(init, update, lambda key, state, x: jnp.zeros((x.shape[0], 2)), num_steps=3,
+                         fit_data=fit_data)
+    data = separable_data(jax.random.key(0), rows)
+    state = jax.jit(lambda d: agents.fit(agent, jax.random.key(1), d, num_train=real))(data)
+    assert int(state["updates"]) == 3 and int(state["num_train"]) == real
+    np.testing.assert_array_equal(state["x"][:real], data.x[:real])
+    assert not np.any(np.asarray(state["x"][real:]))
 
 
 # ---------------------------------------------------------------- bad input

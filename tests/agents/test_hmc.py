@@ -73,7 +73,7 @@ def _mcse_zscores(draws: np.ndarray, exact: np.ndarray, num_chains: int) -> np.n
 
 def test_truncated_coordinate_has_exactly_the_truncated_normal_law():
     """Quadrature of exp(log p(u)) over u pushes forward to N(0, 1) on (-2, 2)."""
-    coords = hmc._Coordinates("mlp", 1, (1,), "relu", 2)
+    coords = hmc.coordinates.Coordinates("mlp", 1, (1,), "relu", 2)
     # blocks: w0 (truncated), b0 (Gaussian), w1 (truncated, 2 entries)
     np.testing.assert_array_equal(coords.truncated_mask, [True, False, True, True])
 
@@ -97,7 +97,7 @@ def test_truncated_coordinate_has_exactly_the_truncated_normal_law():
 
 def test_coordinates_round_trip_the_priors_own_draws():
     prior = MLPPrior(3, hidden_sizes=(5, 4), activation="tanh", num_classes=3)
-    coords = hmc._coordinates_of_prior(prior)
+    coords = hmc.coordinates.coordinates_of_prior(prior)
     assert coords.dim == 3 * 5 + 5 + 5 * 4 + 4 * 3
     params = prior.init(jax.random.key(0))
     back = jax.jit(lambda p: coords.to_params(coords.from_params(p)))(params)
@@ -201,23 +201,23 @@ def test_without_data_the_chains_sample_the_mlp_prior():
 # `agents.fit` (one update, T = 64) in tests/agents/test_contract.py's registry-wide tests.
 @pytest.mark.slow
 def test_registered_agent_fits_and_evaluates():
-    """T = 150 > fit's batch of 100: two updates collect the data into the state's
-    buffer and the second runs the chains on all of it; then estimate_kl."""
+    """T = 150 > fit's batch of 100: fit hands the whole training set to fit_data,
+    which runs the chains on all of it; then estimate_kl."""
     problem = make_testbed_problem("mlp", input_dim=2, num_train=150, tau=10, seed=0)
     agent = agents.make("hmc", problem.spec, hidden_sizes=(8,), num_warmup=100, num_samples=10,
                         thinning=2, num_integration_steps=8, num_probes=3)
-    assert agent.name == "hmc" and agent.num_steps == 2
+    assert agent.name == "hmc" and agent.num_steps == 0 and agent.fit_data is not None
     state = agents.fit(agent, jax.random.key(0), problem.train_data, problem.spec)
     initial = jax.jit(agent.init)(jax.random.key(0))
     signature = lambda tree: jax.tree.map(lambda a: (a.shape, a.dtype), tree)  # noqa: E731
     assert signature(state) == signature(initial)
     d = state.diagnostics
-    assert int(state.step) == 2 and bool(d.sampled)
+    assert bool(d.sampled)
     assert float(d.num_data) == float(d.num_seen) == 150
     assert d.rhat.shape == d.ess.shape == (1 + 3,) and d.step_size.shape == (4,)
-    # The buffer holds the training set exactly.
-    np.testing.assert_array_equal(state.x, problem.train_data.x)
-    np.testing.assert_array_equal(state.y, problem.train_data.y)
+    # The chains' data are the training set exactly.
+    np.testing.assert_array_equal(state.data.x, problem.train_data.x)
+    np.testing.assert_array_equal(state.data.y, problem.train_data.y)
     x = problem.prior.sample_inputs(jax.random.key(5), 7)
     members = jax.jit(agent.member_logits)(state, x)
     assert members.shape == (40, 7, 2) and bool(jnp.all(jnp.isfinite(members)))
@@ -231,8 +231,31 @@ def test_registered_agent_fits_and_evaluates():
     assert result.method == "exact" and result.num_models == 40
     assert math.isfinite(result.kl) and result.fraction_finite == 1.0
     # The tiny run is too short to pass its diagnostics, and says so.
-    assert not bool(hmc.diagnostics_pass(d))
+    assert not bool(hmc.diagnostics_pass(d)) and not bool(agent.diagnose(state))
     assert any("R-hat" in p or "ESS" in p for p in hmc.diagnostic_problems(d))
+
+
+@pytest.mark.slow
+def test_each_update_reruns_the_chains_on_every_row_stored():
+    """The bandit's use (update_mode "online"): one observation per update, and the
+    members condition on all of them."""
+    spec = ProblemSpec(input_dim=2, num_classes=2, temperature=0.1, num_train=4)
+    agent = agents.make("hmc", spec, hidden_sizes=(4,), num_chains=2, num_warmup=10, num_samples=4,
+                        thinning=1, num_integration_steps=2, num_probes=1)
+    assert agent.update_mode == "online"
+    update = jax.jit(agent.update)
+    state = agent.init(jax.random.key(0))
+    rows = np.array([[0.5, -1.0], [2.0, 0.3]], np.float32)
+    for t, (x, y) in enumerate(zip(rows, [1, 0]), start=1):
+        batch = agents.Batch(x=jnp.array([x], jnp.float32), y=jnp.array([y], jnp.int32),
+                             num_seen=jnp.float32(t), index=jnp.array([t - 1], jnp.int32))
+        before = state.members
+        state = update(jax.random.key(t), state, batch)
+        d = state.diagnostics
+        assert bool(d.sampled) and float(d.num_data) == float(d.num_seen) == t
+        assert int(state.data.seen.sum()) == t
+        assert not np.array_equal(state.members[0]["w"], before[0]["w"])
+    np.testing.assert_array_equal(state.data.x[:2], rows)
 
 
 def test_without_data_the_agent_is_the_prior():
@@ -242,6 +265,7 @@ def test_without_data_the_agent_is_the_prior():
     agent = agents.make("hmc", problem.spec, hidden_sizes=(8,), num_chains=4, num_samples=250)
     state = agents.fit(agent, jax.random.key(0), problem.train_data, problem.spec)
     assert not bool(state.diagnostics.sampled) and bool(hmc.diagnostics_pass(state.diagnostics))
+    assert bool(agent.diagnose(state))
     agents.check_finite(state, "hmc")  # the unsampled diagnostics are zeros, not NaN
     assert hmc.diagnostic_problems(state.diagnostics) == []
     ours = estimate_kl(FittedAgent(agent, state), problem, jax.random.key(1), num_test=300)

@@ -78,7 +78,7 @@ def test_fit_stores_every_training_row_exactly_once_even_padded():
     spec = ProblemSpec(input_dim=2, num_classes=2, num_train=150)
     data = _data(3, rows, 2)
     agent = agents.make("knn", spec)
-    assert agent.num_steps == 2  # ceil(150 / 100): one epoch at fit's default batch size
+    assert agent.num_steps == 0 and agent.fit_data is not None  # fit hands it the whole training set
     state = jax.jit(lambda k, d: agents.fit(agent, k, d, num_train=150))(jax.random.key(0), data)
     assert int(state.data.seen.sum()) == 150
     np.testing.assert_array_equal(state.data.x, data.x[:150])
