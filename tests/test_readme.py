@@ -45,6 +45,10 @@ NOT_RUN = {
     "python scripts/store_baselines.py": "needs a finished testbed run; tests/cli/test_leaderboard.py stores one",
     "decision-bench testbed --sweep quick --agents mlp,ensemble+ --out runs/lab_baselines": "the run "
     "stored in the lines after it; tests/cli/test_leaderboard.py does the same on a tiny grid",
+    "decision-bench testbed --sweep standard --agents hmc": "the stored Bayes floor, an hour of HMC "
+    "chains; tests/agents/test_hmc.py runs the agent",
+    "decision-bench testbed --sweep quick --agents hmc": "HMC chains for every problem, minutes; "
+    "tests/agents/test_hmc.py runs the agent, tests/cli/test_leaderboard.py stores two runs as one",
 }
 # Python blocks that another test runs from the page itself.
 RUN_ELSEWHERE = {
@@ -107,6 +111,21 @@ def _documented_commands() -> list[str]:
             if line.startswith("decision-bench ") and line not in commands:
                 commands.append(line)
     return commands
+
+
+def _documented_agent_files() -> dict[str, str]:
+    """{file name: text} of the agent files the docs define in Python blocks (a block with
+    ``def make_agent``): docs/custom_agent.md's my_agent.py, and a file named after its
+    agent where the NAME starts with "my_" (my_tunable.py)."""
+    files = {}
+    for page in PAGES:
+        for block in _blocks(page, "python"):
+            if "def make_agent" not in block:
+                continue
+            name = re.search(r'^NAME = "(\w+)"', block, re.M)
+            files[f"{name[1]}.py" if name and name[1].startswith("my_") else "my_agent.py"] = block
+    assert "my_agent.py" in files, "docs/custom_agent.md no longer defines my_agent.py"
+    return files
 
 
 def _argv(command: str, directory: Path) -> list[str]:
@@ -173,6 +192,9 @@ def test_every_documented_command_runs_at_small_size(tmp_path, monkeypatch):
     from decision_bench import cli
 
     monkeypatch.chdir(tmp_path)
+    # Commands with --agent-file load the agent files the docs define.
+    for file_name, text in _documented_agent_files().items():
+        (tmp_path / file_name).write_text(text)
     for i, command in enumerate(_documented_commands()):
         if _not_run_reason(command) is not None:
             continue
