@@ -301,7 +301,7 @@ def test_agent_all_compares_each_agent_and_its_ratio_to_mlp(cr, tmp_path, capsys
     assert cr.main(argv) == 0
     printed = capsys.readouterr().out
     assert "===== mlp =====" in printed and "===== uniform =====" in printed
-    assert "ratio to mlp within each side, per tau, on 4 of the 4 settings" in printed
+    assert "ratio to mlp within each side, per tau, on 4 of the 4 settings, seeds both have" in printed
     assert "tau 1 ratio to mlp: reference 2.000 vs ours 2.000 (agree" in printed
     assert printed.rstrip().endswith("summary: mlp HOLDS, uniform HOLDS")
     # --agent all with --ours compares only the agents those files hold
@@ -377,3 +377,20 @@ def test_agent_ensemble_pools_every_reference_seed_and_judges_the_ratio(cr, tmp_
     printed = capsys.readouterr().out
     assert "verdict for ensemble (num_ensemble 100): acceptance FAILS" in printed
     assert "reference 0.300 vs ours 0.500 (DISAGREE" in printed
+
+
+def test_the_ratio_to_mlp_uses_only_the_seeds_both_have(cr, tmp_path, capsys):
+    # reference ensemble on seeds 0-9 at 0.5 of mlp; reference mlp also on seeds 10-14, where
+    # it is 10 times smaller: pooled, those seeds would put the reference's ratio at 0.71
+    reference, ours = _ensemble_files(tmp_path)
+    frame = pd.read_csv(reference)
+    frame = frame[(frame["agent"] == "mlp") | (frame["problem_seed"] <= 10)]
+    low = (frame["agent"] == "mlp") & (frame["problem_seed"] > 10)
+    frame.loc[low, "kl_estimate"] = frame.loc[low, "kl_estimate"] / 10
+    frame.to_csv(reference, index=False)
+    assert cr.main(["--reference", str(reference), "--ours", str(ours), "--agent", "ensemble"]) == 0
+    printed = capsys.readouterr().out
+    assert "tau 1 ratio to mlp: reference 0.500 vs ours 0.500 (agree" in printed
+    agent, mlp = cr.same_problems(cr._standard(frame[frame["agent"] == "ensemble"], "problem_seed", "kl_estimate"),
+                                  cr._standard(frame[frame["agent"] == "mlp"], "problem_seed", "kl_estimate"))
+    assert len(agent) == len(mlp) == 20 and sorted(set(mlp["seed"])) == list(range(1, 11))
