@@ -26,7 +26,9 @@ for the ratio to mlp). Printed per agent:
   with the standard error sqrt(sum of the settings' se^2) / num_settings, the
   ratio ours / reference and the z-score of the difference;
 - per tau, the ratio to mlp WITHIN each side (reference agent / reference mlp,
-  ours / our mlp, on the settings where the reference has both): the ratio of
+  ours / our mlp, on the settings where the reference has both, and on each
+  setting on the seeds both have: an mlp seed without the agent, or the
+  reverse, is left out, so both means are over the same problems): the ratio of
   the mean over settings, with a delta-method standard error that keeps the
   covariance of agent and mlp on the same problems (same seed = same
   environment and data on either side), and the z of the two ratios' difference;
@@ -584,6 +586,16 @@ def _ours_frame(
     return ours, f"this run ({seeds} seeds)"
 
 
+def same_problems(agent_runs: pd.DataFrame, baseline_runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The agent's and the baseline's rows on the problems (setting and seed) both
+    have: a within-side ratio compares the two on the same environments and data,
+    not the baseline's extra seeds against the agent's fewer (on the reference's
+    side mlp often has more seeds than an agent)."""
+    keys = KEYS + ["seed"]
+    both = agent_runs[keys].drop_duplicates().merge(baseline_runs[keys].drop_duplicates(), on=keys)
+    return agent_runs.merge(both, on=keys), baseline_runs.merge(both, on=keys)
+
+
 def within_side_ratios(
     reference: pd.DataFrame, ours: pd.DataFrame, ref_runs: pd.DataFrame, agent: str, comparison: pd.DataFrame
 ) -> tuple[pd.DataFrame | None, str]:
@@ -597,19 +609,18 @@ def within_side_ratios(
     if ref_mlp.empty or ours_mlp.empty:
         side = "the reference" if ref_mlp.empty else "ours"
         return pd.DataFrame(), f"ratio to mlp not computed: {side} has no mlp rows"
-    ref_mlp_runs = _standard(ref_mlp, "problem_seed", "kl_estimate")
-    ours_mlp_runs = ours_runs(ours, BASELINE)
-    ours_agent_runs = ours_runs(ours, agent)
+    ref_agent_runs, ref_mlp_runs = same_problems(ref_runs, _standard(ref_mlp, "problem_seed", "kl_estimate"))
+    ours_agent_runs, ours_mlp_runs = same_problems(ours_runs(ours, agent), ours_runs(ours, BASELINE))
     common = set(summarize_settings(ref_mlp_runs).index) & set(summarize_settings(ours_mlp_runs).index)
     settings = [key for key in comparison.index if key in common]
     if not settings:
         return pd.DataFrame(), "ratio to mlp not computed: no setting has mlp on both sides"
     left_out = len(comparison) - len(settings)
-    note = f"on {len(settings)} of the {len(comparison)} settings" + (
+    note = f"on {len(settings)} of the {len(comparison)} settings, seeds both have" + (
         f" ({left_out} without reference mlp figures left out)" if left_out else ""
     )
     ratios = compare_ratios(
-        ratio_to_baseline(ref_runs, ref_mlp_runs, settings),
+        ratio_to_baseline(ref_agent_runs, ref_mlp_runs, settings),
         ratio_to_baseline(ours_agent_runs, ours_mlp_runs, settings),
     )
     return ratios, note

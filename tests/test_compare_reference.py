@@ -301,7 +301,7 @@ def test_agent_all_compares_each_agent_and_its_ratio_to_mlp(cr, tmp_path, capsys
     assert cr.main(argv) == 0
     printed = capsys.readouterr().out
     assert "===== mlp =====" in printed and "===== uniform =====" in printed
-    assert "ratio to mlp within each side, per tau, on 4 of the 4 settings" in printed
+    assert "ratio to mlp within each side, per tau, on 4 of the 4 settings, seeds both have" in printed
     assert "tau 1 ratio to mlp: reference 2.000 vs ours 2.000 (agree" in printed
     assert printed.rstrip().endswith("summary: mlp HOLDS, uniform HOLDS")
     # --agent all with --ours compares only the agents those files hold
@@ -330,3 +330,67 @@ def test_reference_files_are_combined_when_given_twice(cr, tmp_path, capsys):
     separate = capsys.readouterr().out
     assert "tau 10 ratio to mlp: reference 2.000 vs ours 2.000 (agree" in separate
     assert separate.split("per setting:")[1] == combined.split("per setting:")[1]
+
+
+def _ensemble_files(tmp_path: Path, ref_factor: float = 1.0) -> tuple[Path, Path]:
+    """A reference file with a 100-member ensemble and mlp on 15 seeds per setting (ids
+    of both layouts: classification_2d/i for seed indices 0-9, classification_2d_extra/j
+    for 10-14, as in bench/data), and an ours file with both agents on 20 seeds."""
+    rows = []
+    for agent, m, factor in (("mlp", 1, 1.0), ("ensemble", 100, 0.5 * ref_factor)):
+        for tau in (1, 10):
+            for s in range(15):
+                prefix = "classification_2d" if s < 10 else "classification_2d_extra"
+                rows.append({"problem_id": f"{prefix}/{tau * 100 + s}", "agent": agent, "num_ensemble": m,
+                             "tau": tau, "num_train": 1, "temperature": 0.01, "problem_seed": s + 1,
+                             "kl_estimate": factor * tau * (1 + s % 4), "kl_std_error": 0.01, "test_acc": 0.9})
+    reference = tmp_path / "ref.csv"
+    pd.DataFrame(rows).to_csv(reference, index=False)
+    ours = [
+        {"agent": agent, "num_train": 1, "temperature": 0.01, "tau": tau, "kappa": None, "input_dim": 2,
+         "seed": s, "kl": factor * tau * (1 + s % 4)}
+        for agent, factor in (("mlp", 1.0), ("ensemble", 0.5))
+        for tau in (1, 10)
+        for s in range(20)
+    ]
+    pd.DataFrame(ours).to_csv(tmp_path / "ours.csv", index=False)
+    return reference, tmp_path / "ours.csv"
+
+
+def test_agent_ensemble_pools_every_reference_seed_and_judges_the_ratio(cr, tmp_path, capsys):
+    reference, ours = _ensemble_files(tmp_path)
+    argv = ["--reference", str(reference), "--ours", str(ours)]
+    assert cr.main([*argv, "--agent", "ensemble"]) == 0
+    printed = capsys.readouterr().out
+    assert "d_KL of ensemble (num_ensemble 100)" in printed
+    setting = next(line for line in printed.splitlines() if line.startswith("1 0.01 1 "))
+    # all 15 reference seeds (both id layouts) and our 20: 0.5 * (1 + s % 4) over the seeds
+    assert setting.split()[3:10] == ["1.2000", "+-", "0.1447", "15", "1.2500", "+-", "0.1282"]
+    assert "tau 10 ratio to mlp: reference 0.500 vs ours 0.500 (agree" in printed
+    assert cr.main([*argv, "--agent", "ensemble", "--num-ensemble", "30"]) == 2
+    assert "only with --num-ensemble in [100], got 30" in capsys.readouterr().err
+    assert cr.main([*argv, "--agent", "all"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("summary: ensemble HOLDS, mlp HOLDS")
+    # a reference ensemble at 0.3 of its mlp (ours 0.5): the ratio to mlp disagrees
+    reference, ours = _ensemble_files(tmp_path, ref_factor=0.6)
+    assert cr.main(["--reference", str(reference), "--ours", str(ours), "--agent", "ensemble"]) == 1
+    printed = capsys.readouterr().out
+    assert "verdict for ensemble (num_ensemble 100): acceptance FAILS" in printed
+    assert "reference 0.300 vs ours 0.500 (DISAGREE" in printed
+
+
+def test_the_ratio_to_mlp_uses_only_the_seeds_both_have(cr, tmp_path, capsys):
+    # reference ensemble on seeds 0-9 at 0.5 of mlp; reference mlp also on seeds 10-14, where
+    # it is 10 times smaller: pooled, those seeds would put the reference's ratio at 0.71
+    reference, ours = _ensemble_files(tmp_path)
+    frame = pd.read_csv(reference)
+    frame = frame[(frame["agent"] == "mlp") | (frame["problem_seed"] <= 10)]
+    low = (frame["agent"] == "mlp") & (frame["problem_seed"] > 10)
+    frame.loc[low, "kl_estimate"] = frame.loc[low, "kl_estimate"] / 10
+    frame.to_csv(reference, index=False)
+    assert cr.main(["--reference", str(reference), "--ours", str(ours), "--agent", "ensemble"]) == 0
+    printed = capsys.readouterr().out
+    assert "tau 1 ratio to mlp: reference 0.500 vs ours 0.500 (agree" in printed
+    agent, mlp = cr.same_problems(cr._standard(frame[frame["agent"] == "ensemble"], "problem_seed", "kl_estimate"),
+                                  cr._standard(frame[frame["agent"] == "mlp"], "problem_seed", "kl_estimate"))
+    assert len(agent) == len(mlp) == 20 and sorted(set(mlp["seed"])) == list(range(1, 11))

@@ -25,19 +25,31 @@ SWEEP_NUM_TRAINS = (1, 3, 10, 30, 100, 300, 1000)
 SWEEP_TEMPERATURES = (0.01, 0.1, 0.5)
 SEEDS_PER_SETTING = 10
 PROBLEMS_PER_TAU = len(SWEEP_NUM_TRAINS) * len(SWEEP_TEMPERATURES) * SEEDS_PER_SETTING  # 210
+# Seed indices 10-14 (beyond the leaderboard's 10): classification_2d_extra/j, j indexing
+# the reference's own classification_2d_sweep(num_seed=5, initial_seed=210): the same
+# layout with 5 seeds per setting and fresh problem seeds 211-315.
+EXTRA_SEEDS_PER_SETTING = 5
+EXTRA_FIRST_SEED_INDEX = SEEDS_PER_SETTING
+EXTRA_INITIAL_SEED = PROBLEMS_PER_TAU  # 210
 MIN_REFERENCE_SEEDS = 5  # seed indices 0-4 in every kept setting
 OURS_SEEDS = 20
 
 
 def _problem(problem_id: str) -> tuple[int, int, float, int, int]:
-    """'classification_2d/i' -> (tau, T, beta, seed_index, problem_seed) by the sweep's layout."""
+    """'classification_2d/i' or 'classification_2d_extra/j' -> (tau, T, beta, seed_index,
+    problem_seed) by the sweep's layout."""
     prefix, number = problem_id.split("/")
-    assert prefix == "classification_2d", problem_id
-    i = int(number)
-    tau_block, within = divmod(i, PROBLEMS_PER_TAU)
-    setting, seed_index = divmod(within, SEEDS_PER_SETTING)
+    assert prefix in ("classification_2d", "classification_2d_extra"), problem_id
+    extra = prefix == "classification_2d_extra"
+    per_setting = EXTRA_SEEDS_PER_SETTING if extra else SEEDS_PER_SETTING
+    per_tau = len(SWEEP_NUM_TRAINS) * len(SWEEP_TEMPERATURES) * per_setting
+    tau_block, within = divmod(int(number), per_tau)
+    setting, seed_index = divmod(within, per_setting)
     t_index, beta_index = divmod(setting, len(SWEEP_TEMPERATURES))
     tau = {0: 1, 1: 10}[tau_block]
+    if extra:
+        seed_index += EXTRA_FIRST_SEED_INDEX
+        within += EXTRA_INITIAL_SEED
     return tau, SWEEP_NUM_TRAINS[t_index], SWEEP_TEMPERATURES[beta_index], seed_index, within + 1
 
 
@@ -53,6 +65,11 @@ def test_the_layout_decoder_on_known_ids():
     assert _problem("classification_2d/60") == (1, 10, 0.01, 0, 61)
     assert _problem("classification_2d/270") == (10, 10, 0.01, 0, 61)
     assert _problem("classification_2d/419") == (10, 1000, 0.5, 9, 210)
+    # the extra seeds, checked against the reference's classification_2d_sweep(num_seed=5,
+    # initial_seed=210): /0 is T = 1, beta = 0.01, seed 211; /149 is T = 10, beta = 0.5, seed 255
+    assert _problem("classification_2d_extra/0") == (1, 1, 0.01, 10, 211)
+    assert _problem("classification_2d_extra/149") == (10, 10, 0.5, 14, 255)
+    assert _problem("classification_2d_extra/209") == (10, 1000, 0.5, 14, 315)
 
 
 @pytest.mark.parametrize("path", REFERENCE_FILES, ids=lambda p: p.name)
