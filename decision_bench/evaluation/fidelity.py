@@ -45,6 +45,7 @@ are array leaves of their records, so a second identical call never recompiles.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -305,7 +306,12 @@ def fidelity_per_sample(
     return FidelityArrays(*flat)
 
 
-_fidelity_jit = jax.jit(fidelity_per_sample, static_argnums=6)
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def _fidelity_compiled(
+    source: Any, state: Any, ref_source: Any, ref_state: Any, prior: Any, key: jax.Array, *, cfg: FidelityConfig
+) -> FidelityArrays:
+    """``fidelity_per_sample`` compiled once per pair of source structures and config."""
+    return fidelity_per_sample(source, state, ref_source, ref_state, prior, key, cfg)
 
 
 # ---------------------------------------------------------------- host side
@@ -494,7 +500,7 @@ def _evaluate(
         num_label_samples=num_label_samples,
         max_rows=max_rows,
     )
-    arrays = _fidelity_jit(source, state, ref_source, ref_state, problem.prior, key, cfg)
+    arrays = _fidelity_compiled(source, state, ref_source, ref_state, problem.prior, key, cfg=cfg)
     return arrays, cfg, sizes[0], sizes[1]
 
 

@@ -29,6 +29,7 @@ estimate is meaningless and ``NonFiniteEstimateError`` is raised.
 """
 
 import dataclasses
+import functools
 from typing import Any, Callable, NamedTuple, Union
 
 import jax
@@ -291,7 +292,12 @@ def tau_sample_log_likelihoods(
     return tests.env_log_likelihood, agent_ll
 
 
-_tau_sample_log_likelihoods_jit = jax.jit(tau_sample_log_likelihoods, static_argnums=5)
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def _tau_sample_log_likelihoods_compiled(
+    source: Any, state: Any, prior: Any, env_params: Any, key: jax.Array, *, cfg: EvalConfig
+) -> tuple[jax.Array, jax.Array]:
+    """``tau_sample_log_likelihoods`` compiled once per source pytree structure and config."""
+    return tau_sample_log_likelihoods(source, state, prior, env_params, key, cfg)
 
 
 def summarize(per_sample: np.ndarray, *, strict: bool = True) -> tuple[float, float, float]:
@@ -367,8 +373,8 @@ def estimate_kl(
         method=resolved,
         max_rows=max_rows,
     )
-    env_ll, agent_ll = _tau_sample_log_likelihoods_jit(
-        source, state, problem.prior, problem.env_params, key, cfg
+    env_ll, agent_ll = _tau_sample_log_likelihoods_compiled(
+        source, state, problem.prior, problem.env_params, key, cfg=cfg
     )
     env_ll, agent_ll = np.asarray(env_ll), np.asarray(agent_ll)
     per_sample = env_ll - agent_ll
@@ -376,7 +382,12 @@ def estimate_kl(
     return KLResult(kl, stderr, per_sample, fraction, env_ll, agent_ll, resolved, models)
 
 
-def _nll_core(source, state, key, x, y, method, num_models, max_rows):
+@functools.partial(jax.jit, static_argnames=("method", "num_models", "max_rows"))
+def _nll_per_sample(
+    source: Any, state: Any, key: jax.Array, x: jax.Array, y: jax.Array,
+    *, method: str, num_models: int, max_rows: int,
+) -> jax.Array:
+    """Joint NLL [N] of labelled tau-samples x [N, tau, d], y [N, tau]."""
     models, size = model_set(source, state, method, num_models, x.shape[-1])
     return -agent_log_likelihoods(
         models,
@@ -387,9 +398,6 @@ def _nll_core(source, state, key, x, y, method, num_models, max_rows):
         estimator="partition" if method == "partition" else "mixture",
         max_rows=max_rows,
     )
-
-
-_nll_jit = jax.jit(_nll_core, static_argnums=(5, 6, 7))
 
 
 def estimate_nll(
@@ -430,7 +438,10 @@ def estimate_nll(
         source, state, resolved, key, num_inputs, input_dim, None, min_classes=min_classes
     )
     per_sample = np.asarray(
-        _nll_jit(source, state, key, x, y.astype(jnp.int32), resolved, num_models, max_rows)
+        _nll_per_sample(
+            source, state, key, x, y.astype(jnp.int32),
+            method=resolved, num_models=num_models, max_rows=max_rows,
+        )
     )
     nll, stderr, fraction = summarize(per_sample, strict=True)
     return NLLResult(nll, stderr, per_sample, fraction, resolved, models)

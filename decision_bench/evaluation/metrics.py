@@ -9,6 +9,7 @@ confidence bins: sum_b (n_b / n) |accuracy_b - confidence_b|.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -78,7 +79,13 @@ def classification_metrics(
     return accuracy(probs, y), expected_calibration_error(probs, y, num_bins)
 
 
-_classification_jit = jax.jit(classification_metrics, static_argnums=(5, 6, 7, 8))
+@functools.partial(jax.jit, static_argnames=("num_test", "method", "num_samples", "num_bins"))
+def _classification_compiled(
+    source: Any, state: Any, prior: Any, env_params: Any, key: jax.Array,
+    *, num_test: int, method: str, num_samples: int, num_bins: int,
+) -> tuple[jax.Array, jax.Array]:
+    """``classification_metrics`` compiled once per source pytree structure and static settings."""
+    return classification_metrics(source, state, prior, env_params, key, num_test, method, num_samples, num_bins)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,8 +113,8 @@ def evaluate_classification(
     num_bins = check_int("num_bins", num_bins, 1)
     resolved = resolve_method(sampler, method)
     source, state = _split_sampler(sampler)
-    acc, ece = _classification_jit(
+    acc, ece = _classification_compiled(
         source, state, problem.prior, problem.env_params, key,
-        num_test, resolved, num_samples, num_bins,
+        num_test=num_test, method=resolved, num_samples=num_samples, num_bins=num_bins,
     )
     return ClassificationResult(float(acc), float(ece), resolved)

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from decision_bench._src.compile_clock import compile_clock
 from decision_bench._src.keys import (
     CLASSIFICATION_KEY_TAG,
     DESIGN_TAG,
@@ -157,38 +158,17 @@ def _seed_list(seeds: int | Iterable[int] | None, sweep: Sweep) -> tuple[int, ..
     return values
 
 
-class _CompileClock:
-    """Seconds XLA spent compiling, summed from JAX's monitoring events.
-
-    The runner calls ordinary jitted functions (so JAX's own cache, keyed on the
-    agent's functions and the shapes, decides what compiles) and reads how much
-    of a call's wall time was compilation from here.
-    """
-
-    EVENT = "/jax/core/compile/backend_compile_duration"
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self.count = 0
-        jax.monitoring.register_event_duration_secs_listener(self._listen)
-
-    def _listen(self, event: str, duration: float, **kwargs: Any) -> None:
-        if event == self.EVENT:
-            self.seconds += duration
-            self.count += 1
-
-
-_COMPILE_CLOCK = _CompileClock()
-
-
 def _timed(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, float, float]:
-    """(result, seconds computing, seconds compiling) of a jitted call."""
-    compiled_before = _COMPILE_CLOCK.seconds
-    start = time.perf_counter()
-    out = jax.block_until_ready(fn(*args, **kwargs))
-    wall = time.perf_counter() - start
-    compiling = _COMPILE_CLOCK.seconds - compiled_before
-    return out, max(wall - compiling, 0.0), compiling
+    """(result, seconds computing, seconds compiling) of a jitted call.
+
+    The runner calls ordinary jitted functions, so JAX's own cache (keyed on the
+    agent's functions and the shapes) decides what compiles; the clock says how
+    much of the call's wall time was compilation."""
+    with compile_clock() as clock:
+        start = time.perf_counter()
+        out = jax.block_until_ready(fn(*args, **kwargs))
+        wall = time.perf_counter() - start
+    return out, max(wall - clock.seconds, 0.0), clock.seconds
 
 
 @functools.partial(jax.jit, static_argnames=("num_rows",))
