@@ -29,6 +29,7 @@ that a column's sum is the total time spent.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -241,9 +242,7 @@ def _run_group(
     method: str,
     overrides: Mapping[str, Any],
     max_rows: int,
-    reference: str | None = None,
-    reference_overrides: Mapping[str, Any] | None = None,
-    reference_fits: ReferenceFits | None = None,
+    reference: Reference | None,
 ) -> list[dict[str, Any]]:
     """Fits one agent on one setting for all seeds (vmapped) and evaluates every design
     (and its fidelity to ``reference``'s fit on the same problems, when given)."""
@@ -327,8 +326,8 @@ def _run_group(
             )
     if reference is not None:
         _add_fidelity(
-            reference_fits, rows, agent, states, reference, dict(reference_overrides or {}), setting, prior, spec,
-            seeds, env_keys, eval_keys, configs,
+            reference, rows, agent, states, setting, prior, spec,
+            seeds=seeds, env_keys=env_keys, eval_keys=eval_keys, configs=configs,
         )
     return rows
 
@@ -374,6 +373,48 @@ class ReferenceFits:
         if len(self.fits) >= self.limit:
             self.fits.pop(next(iter(self.fits)))
         self.fits[key] = value
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """The agent whose posterior every testbed agent is scored against.
+
+    name: a registry name (e.g. "hmc"); overrides: {hyperparameter: value} of
+    it (its model fields default to each setting's generative model, see
+    ``reference_agent``); fits: where its fits are kept for reuse, so calls
+    given the same Reference share a setting's fit (the default: a new store).
+    """
+
+    name: str
+    overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    fits: ReferenceFits = dataclasses.field(default_factory=ReferenceFits, compare=False, repr=False)
+
+    def check(self) -> None:
+        """ValueError (one line) unless name is a registered agent that can take
+        the testbed's inputs and overrides names its hyperparameters."""
+        check_choice("reference", self.name, names())
+        check_inputs_fit(self.name, "the testbed", one_hot=False)
+        agent_registry.config(self.name, **dict(self.overrides))  # unknown names fail here
+
+
+def _as_reference(
+    reference: str | Reference | None,
+    overrides: Mapping[str, Any] | None,
+    fits: ReferenceFits | None,
+) -> Reference | None:
+    """run_testbed's reference arguments as one checked Reference (or None)."""
+    if isinstance(reference, Reference):
+        if overrides or fits is not None:
+            raise ValueError("reference_overrides and reference_fits go into the Reference, not beside it")
+        chosen = reference
+    elif reference is not None:
+        chosen = Reference(reference, dict(overrides or {}), ReferenceFits() if fits is None else fits)
+    elif overrides:
+        raise ValueError("reference_overrides needs a reference (e.g. reference='hmc')")
+    else:
+        return None
+    chosen.check()
+    return chosen
 
 
 def _reference_fit(
@@ -437,15 +478,14 @@ def _fidelity_seeds(
 
 
 def _add_fidelity(
-    reference_fits: ReferenceFits,
+    reference: Reference,
     rows: list[dict[str, Any]],
     agent: Agent,
     states: Any,
-    reference: str,
-    reference_overrides: Mapping[str, Any],
     setting: TestbedSetting,
     prior: Any,
     spec: ProblemSpec,
+    *,
     seeds: tuple[int, ...],
     env_keys: jax.Array,
     eval_keys: jax.Array,
@@ -460,7 +500,7 @@ def _add_fidelity(
     compilation included, amortised over the rows.
     """
     ref_agent, ref_states, converged, fit_seconds = _reference_fit(
-        reference_fits, reference, reference_overrides, setting, prior, spec, seeds, env_keys
+        reference.fits, reference.name, reference.overrides, setting, prior, spec, seeds, env_keys
     )
     resolved = resolve_method(FittedAgent(agent, None), configs[0].method)
     ref_method = resolve_method(FittedAgent(ref_agent, None), "auto")
@@ -492,7 +532,7 @@ def _add_fidelity(
             joint = summarize_fidelity(jax.tree.map(lambda a: a[s], per_config[d + 1]))
             rows[d * len(seeds) + s].update(
                 {
-                    "reference": reference,
+                    "reference": reference.name,
                     "agreement": marginal["agreement"],
                     "tv": marginal["tv"],
                     "tv_joint": joint["tv_joint"],
@@ -516,7 +556,7 @@ def run_testbed(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: bool = True,
-    reference: str | None = None,
+    reference: str | Reference | None = None,
     reference_overrides: Mapping[str, Any] | None = None,
     reference_fits: ReferenceFits | None = None,
 ) -> pd.DataFrame:
@@ -528,13 +568,12 @@ def run_testbed(
     (seeds 0..n-1) or distinct seeds; num_test, num_models, method: as in
     ``estimate_kl``; overrides: {agent name: {hyperparameter: value}};
     max_rows: the evaluation memory bound, shared by the vmapped seeds;
-    reference: None, or a registry name (e.g. "hmc") whose agent is fitted on
+    reference: None, a ``Reference``, or a registry name (e.g. "hmc") whose agent is fitted on
     the same environments and data (the same problem keys, its own fit key
     ``fold_in(pk, REFERENCE_FIT_TAG)``) and against which every agent's
     posterior fidelity is scored (evaluation/fidelity.py): then the rows also
-    have FIDELITY_COLUMNS; reference_overrides: {hyperparameter: value} of the
-    reference (its model fields default to the setting's generative model);
-    reference_fits: where reference fits are kept for reuse (None: a new
+    have FIDELITY_COLUMNS; reference_overrides, reference_fits: with a name,
+    the ``Reference``'s overrides and fits (None: none, and a new
     ``ReferenceFits`` for this call).
     Programs are compiled once per agent family and shape, prior shape and T,
     and reused across calls in the process (JAX's jit cache).
@@ -553,13 +592,7 @@ def run_testbed(
     max_rows = check_int("max_rows", max_rows, 1)
     check_choice("method", method, METHODS)
     overrides = dict(overrides or {})
-    if reference is not None:
-        check_choice("reference", reference, names())
-        check_inputs_fit(reference, "the testbed", one_hot=False)
-        agent_registry.config(reference, **dict(reference_overrides or {}))  # unknown names fail here
-    elif reference_overrides:
-        raise ValueError("reference_overrides needs a reference (e.g. reference='hmc')")
-    reference_fits = ReferenceFits() if reference_fits is None else reference_fits
+    reference = _as_reference(reference, reference_overrides, reference_fits)
     unknown = sorted(set(overrides) - set(agents))
     if unknown:
         raise ValueError(f"overrides name agents that are not run: {unknown}; agents are {list(agents)}")
@@ -586,8 +619,6 @@ def run_testbed(
                 overrides.get(agent_name, {}),
                 max_rows,
                 reference,
-                reference_overrides,
-                reference_fits,
             )
         )
     columns = list(COLUMNS) + (list(FIDELITY_COLUMNS) if reference is not None else [])

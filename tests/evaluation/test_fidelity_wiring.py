@@ -19,7 +19,7 @@ from decision_bench.analysis.fidelity import (
 )
 from decision_bench.cli import testbed as command
 from decision_bench.envs.testbed import make_testbed_problem
-from decision_bench.evaluation import custom_sweep, run_testbed
+from decision_bench.evaluation import Reference, custom_sweep, run_testbed
 from decision_bench.evaluation import runner
 from decision_bench.evaluation.runner import COLUMNS, FIDELITY_COLUMNS
 from decision_bench.evaluation.sweeps import Sweep, TestbedSetting
@@ -100,6 +100,10 @@ def test_run_testbed_reference_errors():
         run_testbed(["uniform"], sweep, 1, reference_overrides={"num_chains": 2}, progress=False)
     with pytest.raises(ValueError, match=r"unknown hyperparameter\(s\) \['chains'\] for agent 'hmc'"):
         run_testbed(["uniform"], sweep, 1, reference="hmc", reference_overrides={"chains": 2}, progress=False)
+    with pytest.raises(ValueError, match="reference_overrides and reference_fits go into the Reference"):
+        run_testbed(["uniform"], sweep, 1, reference=Reference("hmc"), reference_overrides={"num_chains": 2})
+    with pytest.raises(ValueError, match=r"unknown hyperparameter\(s\) \['chains'\] for agent 'hmc'"):
+        run_testbed(["uniform"], sweep, 1, reference=Reference("hmc", {"chains": 2}), progress=False)
     coins = Sweep("coins", (TestbedSetting(2, 10, 0.1, prior="coins"),), sweep.designs, num_seeds=1)
     with pytest.raises(ValueError, match=r"reference 'hmc' cannot model the setting \(prior='coins'"):
         run_testbed(["uniform"], coins, 1, reference="hmc", num_test=4, num_models=2, progress=False)
