@@ -34,7 +34,7 @@ M and its Cholesky factor from them (m x m, m = 50: cheap, and independent of
 the key, so a vmap over keys computes it once). In the bandit (``update_mode``
 "replay") the rows are the replay positions the minibatches have drawn so far.
 
-Static: hidden_sizes, input_dim, num_classes, num_train, regularization.
+Static: hidden_sizes, input_dim, num_classes, num_train, spec.regularization.
 Data (``DeepKernelHyper``): l2, learning_rate, temperature, scale_factor,
 sigma_squared_factor.
 """
@@ -80,7 +80,6 @@ class DeepKernelConfig:
     num_steps: int = 1000
     scale_factor: float = 2.0  # c = scale_factor / sqrt(n beta)
     sigma_squared_factor: float = 4.0  # sigma^2 = sigma_squared_factor * beta
-    regularization: str = "testbed"
 
     def __post_init__(self):
         check_common(self)
@@ -185,7 +184,7 @@ def _functions(
 
 def make_deep_kernel(spec: ProblemSpec, config: DeepKernelConfig) -> Agent:
     functions = _functions(
-        tuple(config.hidden_sizes), spec.input_dim, spec.num_classes, spec.num_train, config.regularization
+        tuple(config.hidden_sizes), spec.input_dim, spec.num_classes, spec.num_train, spec.regularization
     )
     hyper = as_hyper(
         DeepKernelHyper,

@@ -136,7 +136,6 @@ from decision_bench._src.validation import check_choice, check_positive, check_s
 from decision_bench.agents import _bayes_common as common
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import as_hyper, bind
-from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.envs.testbed import Dataset
 from decision_bench.priors import ACTIVATIONS, LogisticPrior, MLPPrior
 from decision_bench.specs import ProblemSpec
@@ -179,13 +178,11 @@ class HMCConfig:
     step_size_jitter: float = 0.5  # sampling step sizes uniform in the adapted one * (1 -/+ 0.5)
     num_probes: int = 8  # inputs whose predictive log-odds the diagnostics monitor
     batch_size: int = 100  # fit's (default) batch size: data collected in ceil(T / 100) updates
-    regularization: str = "testbed"  # unused (exact Bayes needs no decay); a uniform interface
 
     def __post_init__(self):
         check_choice("prior", self.prior, PRIOR_FAMILIES)
         check_choice("algorithm", self.algorithm, ALGORITHMS)
         check_choice("activation", self.activation, ACTIVATIONS)
-        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
         common.validate_fields(
             self,
             {
