@@ -44,6 +44,13 @@ class ProblemSpec:
         object.__setattr__(self, "kappa", check_optional_int("kappa", self.kappa, 1))
         check_choice("regularization", self.regularization, REGULARIZATION_MODES)
 
+    @property
+    def replay_capacity(self) -> int:
+        """num_train under its bandit name: there the spec's num_train is the replay
+        buffer's size, so every Batch.index is below it (agents that keep a weight
+        per example, like bootstrapped ensembles, size their table by it)."""
+        return self.num_train
+
 
 class Dataset(NamedTuple):
     """A training or test set: x [n, input_dim] f32, y [n] i32 labels in 0..num_classes-1."""

@@ -345,9 +345,7 @@ def bandit_spec(env: Any, replay_capacity: int, regularization: str = DEFAULT_RE
     """What an agent may know about a bandit: its input_dim, 2 classes, its temperature,
     and how its regulariser decays with t (``regularization``).
 
-    num_train is the replay capacity: Batch.index is a buffer position below it
-    (agents that keep per-example weights, like bootstrapped ensembles, size
-    their table by it)."""
+    Its num_train is the replay capacity (``ProblemSpec.replay_capacity``)."""
     return ProblemSpec(
         input_dim=env.input_dim,
         num_classes=2,

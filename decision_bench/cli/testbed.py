@@ -298,7 +298,7 @@ def _cell_agent(cell: Cell, agent_files: Sequence[tuple[str, str]]) -> tuple[Any
     return agent, overrides if cell.agent_config else None
 
 
-def run_cells(
+def run_command_cells(
     cells: Sequence[Cell],
     compute: Callable[[Cell], pd.DataFrame],
     store: ResultsStore,
@@ -458,7 +458,7 @@ def _main_realdata(
     args: argparse.Namespace, out: Path, datasets: tuple[str, ...], seeds: tuple[int, ...], cells: tuple[Cell, ...]
 ) -> int:
     store = ResultsStore(out / CELLS_DIR)
-    frame = run_cells(
+    frame = run_command_cells(
         cells,
         functools.partial(compute_realdata_cell, agent_files=_file_pairs(cells, args)) if _file_pairs(cells, args)
         else compute_realdata_cell,
@@ -729,7 +729,7 @@ def _run_testbed_cells(args, out, sweep_name, custom, seeds, cells, reference, r
     compute = functools.partial(compute_testbed_cell, **options) if options else compute_testbed_cell
     board = None if getattr(args, "tensorboard", None) is None else TensorBoardLog(args.tensorboard)
     try:
-        frame = run_cells(
+        frame = run_command_cells(
             cells,
             compute,
             ResultsStore(out / CELLS_DIR),

@@ -58,8 +58,8 @@ from decision_bench._src.validation import check_choice, check_int
 from decision_bench.envs.testbed import TestbedProblem, polyadic_design
 from decision_bench.evaluation.kl import (
     Sampler,
-    _check_common,
-    _split_sampler,
+    check_sampler_and_key,
+    split_sampler,
     check_sampler_logits,
     model_set,
     resolve_method,
@@ -491,14 +491,14 @@ def _evaluate(
     key: jax.Array, fitted: Sampler, reference: Sampler, problem: TestbedProblem, config: FidelityConfig
 ) -> tuple[FidelityArrays, FidelityConfig, int, int]:
     """(per-sample arrays, resolved config, models of the fitted side, of the reference side)."""
-    _check_common(fitted, key)
+    check_sampler_and_key(fitted, key)
     try:
-        _check_common(reference, key)
+        check_sampler_and_key(reference, key)
     except ValueError as error:
         raise ValueError(str(error).replace("sampler", "reference", 1)) from None
     cfg = config.resolve(fitted, reference, problem)
-    source, state = _split_sampler(fitted)
-    ref_source, ref_state = _split_sampler(reference)
+    source, state = split_sampler(fitted)
+    ref_source, ref_state = split_sampler(reference)
     input_dim = problem.spec.input_dim
     sizes = []
     for name, (src, st, meth, m) in {

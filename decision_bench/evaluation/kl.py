@@ -240,7 +240,7 @@ class EvalConfig:
     max_rows: int
 
 
-def _split_sampler(sampler: Sampler) -> tuple[Any, Any]:
+def split_sampler(sampler: Sampler) -> tuple[Any, Any]:
     """(source, state) as pytrees that jit takes as ordinary arguments: an Agent
     is one already (functions static, hyperparameters leaves); a plain callable
     becomes a ``Partial`` with no leaves, so the same callable reuses its program."""
@@ -325,7 +325,9 @@ def summarize(per_sample: np.ndarray, *, strict: bool = True) -> tuple[float, fl
     return float(clipped.mean()), float(stderr), fraction
 
 
-def _check_common(sampler: Any, key: Any) -> None:
+def check_sampler_and_key(sampler: Any, key: Any) -> None:
+    """ValueError (one line) unless sampler is a FittedAgent or a callable and key one
+    jax random key: the checks every estimator of this package starts with."""
     _check_sampler(sampler)
     if not isinstance(key, jax.Array) or key.shape not in ((), (2,)):
         raise ValueError(f"key must be a single jax.random key, got {key!r}")
@@ -349,14 +351,14 @@ def estimate_kl(
     N; num_models: agent draws M (unused by "exact"); method: "auto" | "exact" |
     "monte_carlo" | "partition"; max_rows: bound on (model, input) rows per batch.
     """
-    _check_common(sampler, key)
+    check_sampler_and_key(sampler, key)
     num_models = check_int("num_models", num_models, 1)
     max_rows = check_int("max_rows", max_rows, 1)
     num_test = check_int("num_test", num_test, 1)
     if not isinstance(problem, TestbedProblem):
         raise ValueError(f"problem must be a TestbedProblem, got {type(problem).__name__}")
     resolved = resolve_method(sampler, method)
-    source, state = _split_sampler(sampler)
+    source, state = split_sampler(sampler)
     tau, input_dim = problem.spec.tau, problem.spec.input_dim
     # The sampler sees the test inputs chunk by chunk: n = chunk * tau rows per call.
     models = _models_per_call(source, state, resolved, num_models, input_dim)
@@ -416,7 +418,7 @@ def estimate_nll(
     labels. The real-data analogue of d_KL: it differs from d_KL by the
     (agent-independent) environment entropy.
     """
-    _check_common(sampler, key)
+    check_sampler_and_key(sampler, key)
     num_models = check_int("num_models", num_models, 1)
     max_rows = check_int("max_rows", max_rows, 1)
     x = jnp.asarray(x, jnp.float32)
@@ -428,7 +430,7 @@ def estimate_nll(
     if y.shape != x.shape[:2] or not jnp.issubdtype(y.dtype, jnp.integer):
         raise ValueError(f"y must be integer labels of shape {x.shape[:2]}, got {y.dtype}{y.shape}")
     resolved = resolve_method(sampler, method)
-    source, state = _split_sampler(sampler)
+    source, state = split_sampler(sampler)
     num_test, tau, input_dim = x.shape
     # No environment says how many classes there are; the labels say at least how many.
     min_classes = max(2, int(np.asarray(y).max()) + 1)

@@ -20,8 +20,8 @@ from decision_bench._src.validation import check_int
 from decision_bench.envs.testbed import TestbedProblem, sample_labels
 from decision_bench.evaluation.kl import (
     Sampler,
-    _check_common,
-    _split_sampler,
+    check_sampler_and_key,
+    split_sampler,
     model_set,
     resolve_method,
 )
@@ -107,12 +107,12 @@ def evaluate_classification(
     method: str = "auto",
 ) -> ClassificationResult:
     """Accuracy and ECE of a sampler's mean prediction on fresh iid test pairs of a problem."""
-    _check_common(sampler, key)
+    check_sampler_and_key(sampler, key)
     num_samples = check_int("num_samples", num_samples, 1)
     num_test = check_int("num_test", num_test, 1)
     num_bins = check_int("num_bins", num_bins, 1)
     resolved = resolve_method(sampler, method)
-    source, state = _split_sampler(sampler)
+    source, state = split_sampler(sampler)
     acc, ece = _classification_compiled(
         source, state, problem.prior, problem.env_params, key,
         num_test=num_test, method=resolved, num_samples=num_samples, num_bins=num_bins,

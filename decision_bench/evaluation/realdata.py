@@ -66,7 +66,7 @@ from decision_bench.evaluation.kl import (
     NLLResult,
     NonFiniteEstimateError,
     Sampler,
-    _split_sampler,
+    split_sampler,
     estimate_nll,
     model_set,
     resolve_method,
@@ -287,7 +287,7 @@ def evaluate_accuracy(
     resolved = resolve_method(sampler, method)
     if resolved == "partition":
         resolved = "monte_carlo"  # accuracy needs mean probabilities, not a partition
-    source, state = _split_sampler(sampler)
+    source, state = split_sampler(sampler)
     x, y = problem.test_data
     return float(
         _mean_prediction_accuracy(
@@ -296,7 +296,7 @@ def evaluate_accuracy(
     )
 
 
-# The source is a pytree (evaluation/kl.py's _split_sampler): one compile per agent family and shape.
+# The source is a pytree (evaluation/kl.py's split_sampler): one compile per agent family and shape.
 @functools.partial(jax.jit, static_argnames=("method", "num_models"))
 def _mean_prediction_accuracy(
     source: Any, state: Any, key: jax.Array, x: jax.Array, y: jax.Array, *, method: str, num_models: int

@@ -5,8 +5,8 @@ environments are sampled with ``jax.vmap(sample_environment)``, agents fitted
 with ``jax.vmap(fit)`` and evaluated with a vmapped ``tau_sample_log_likelihoods`` on
 every test design (tau, kappa) of the sweep, plus accuracy and ECE. An agent is
 fitted once per (setting, seed) and that fit is scored on all designs (the
-agent cannot see tau). Compilation is done ahead of time (``lower().compile()``)
-so compile seconds are measured apart from run seconds.
+agent cannot see tau). Compile seconds are read from JAX's compilation events
+(``_src.compile_clock``), apart from run seconds.
 
 Keys (decision_bench._src.keys). Seed s of setting (d, T, beta) has the problem
 key ``pk = problem_key(s, d, T, beta)``: its environment and training data are
@@ -14,7 +14,7 @@ key ``pk = problem_key(s, d, T, beta)``: its environment and training data are
 seed=s)``, so every setting has its own environments, as in the reference; the
 fit key is ``fold_in(pk, FIT_TAG)``; design i is scored by ``estimate_kl``'s
 core with ``fold_in(fold_in(fold_in(pk, EVAL_TAG), DESIGN_TAG), i)``, so a row
-can be reproduced one problem at a time (tests/test_evaluation_runner.py).
+can be reproduced one problem at a time (tests/evaluation/test_evaluation_runner.py).
 
 Rows: one per (agent, setting, tau, kappa, seed); a setting is (prior,
 activation, hidden_sizes, input_dim, num_train, temperature). For prior "mlp",
