@@ -8,7 +8,10 @@ from typing import NamedTuple
 
 import jax
 
-from decision_bench._src.validation import check_int, check_optional_int, check_positive
+from decision_bench._src.validation import check_choice, check_int, check_optional_int, check_positive
+
+# How the L2 (or KL) weight decays with the observations seen (agents/regularization.py).
+REGULARIZATION_MODES = ("testbed", "sequential", "sequential_linear_beta")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,7 +21,10 @@ class ProblemSpec:
     input_dim: features per input; num_classes: label values 0..C-1;
     temperature: the prior's beta (agents scale priors and regularisers by it);
     num_train: T, the training set size; tau, kappa: the test sampler
-    (kappa None means iid test inputs).
+    (kappa None means iid test inputs); regularization: how the L2 (or KL)
+    weight of every agent decays with Batch.num_seen (REGULARIZATION_MODES):
+    "testbed" when fitting a data set of T, "sequential" or
+    "sequential_linear_beta" in the bandit, where num_seen is t.
     """
 
     input_dim: int
@@ -27,6 +33,7 @@ class ProblemSpec:
     num_train: int = 0
     tau: int = 1
     kappa: int | None = None
+    regularization: str = "testbed"
 
     def __post_init__(self):
         object.__setattr__(self, "input_dim", check_int("input_dim", self.input_dim, 1))
@@ -35,6 +42,14 @@ class ProblemSpec:
         object.__setattr__(self, "num_train", check_int("num_train", self.num_train, 0))
         object.__setattr__(self, "tau", check_int("tau", self.tau, 1))
         object.__setattr__(self, "kappa", check_optional_int("kappa", self.kappa, 1))
+        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
+
+    @property
+    def replay_capacity(self) -> int:
+        """num_train under its bandit name: there the spec's num_train is the replay
+        buffer's size, so every Batch.index is below it (agents that keep a weight
+        per example, like bootstrapped ensembles, size their table by it)."""
+        return self.num_train
 
 
 class Dataset(NamedTuple):

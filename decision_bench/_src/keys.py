@@ -2,10 +2,10 @@
 
 Under ``jax_threefry_partitionable`` (JAX's default since 0.5) ``split(key, n)[i]``
 equals ``fold_in(key, i)``, so two modules that each "split" and "fold in small
-tags" silently share streams. An earlier version did exactly that: the fit key
-``fold_in(key(s), 1)`` WAS the training data key ``split(key(s))[1]``, so the
-agent's initialisation and batch keys were the keys that drew the training inputs
-and labels. Keeping every tag of one key here makes such a collision visible.
+tags" silently share streams: a fit key ``fold_in(key(s), 1)`` would be the
+training data key ``split(key(s))[1]``, and the agent's initialisation and batch
+keys would be the keys that drew its training inputs and labels. Keeping every
+tag of one key here makes such a collision visible.
 
 The key tree of one testbed problem (seed s, input_dim d, num_train T, temperature beta):
 
@@ -31,11 +31,11 @@ The test design (tau, kappa) does not enter the problem key: the reference share
 one environment and one training set between tau = 1 and tau = 10 of the same
 (T, beta, seed), and so do we (one fitted agent is scored on every design).
 
-The bandit (bandit.py; see its docstring for the whole chain): for seed s,
+The bandit (``decision_bench.bandit``; see its docstring for the whole chain): for seed s,
 ``fold_in(key(s), BANDIT_AGENT_TAG)`` is the agent's stream (the large tag keeps it
 off the environment's ``split(key(s), 3)``), under which BANDIT_INIT_TAG,
 BANDIT_ACT_TAG and BANDIT_LEARN_TAG separate initialisation, action draws and
-learning. Real data (evaluation/realdata.py, datasets.py): REALDATA_FIT_TAG and
+learning. Real data (evaluation/realdata.py, data/datasets.py): REALDATA_FIT_TAG and
 REALDATA_EVAL_TAG under a problem's key; NLL_TAG and ACCURACY_TAG under its
 evaluation key; SPLIT_TAG and SUBSAMPLE_TAG for the host generators of splits.
 """

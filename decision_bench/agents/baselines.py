@@ -12,7 +12,7 @@ its real-valued hyperparameters are bound as [] f32 leaves (agents/core.py):
 uniform has none (static: num_classes); prior has the temperature (static:
 input_dim, hidden_sizes, activation, num_classes); logistic has l2,
 learning_rate and the temperature (static: input_dim, num_classes,
-regularization, num_steps).
+spec.regularization, num_steps).
 """
 
 from __future__ import annotations
@@ -51,9 +51,8 @@ def _count_step(hyper: Any, key: jax.Array, state: StepState, batch: Batch) -> S
 
 @dataclasses.dataclass(frozen=True)
 class UniformConfig:
-    """No hyperparameters; `regularization` is accepted for a uniform interface (unused)."""
+    """No hyperparameters."""
 
-    regularization: str = "testbed"
 
     def __post_init__(self):
         check_common(self)
@@ -90,7 +89,6 @@ class PriorConfig:
 
     hidden_sizes: tuple[int, ...] = (50, 50)
     activation: str = "relu"
-    regularization: str = "testbed"  # unused: nothing is fitted
 
     def __post_init__(self):
         check_common(self)
@@ -135,7 +133,6 @@ class LogisticConfig:
     l2: float = 1.0  # weight = l2 * d * sqrt(beta) / T in testbed mode
     learning_rate: float = 1e-3
     num_steps: int = 1000
-    regularization: str = "testbed"
 
     def __post_init__(self):
         check_common(self)
@@ -166,7 +163,7 @@ def l2_weight(spec: ProblemSpec, config: LogisticConfig, num_seen: jax.Array) ->
         _logistic_hyper(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        mode=config.regularization,
+        mode=spec.regularization,
     )
 
 
@@ -208,7 +205,7 @@ def _logistic_functions(input_dim: int, num_classes: int, regularization: str):
 
 
 def make_logistic(spec: ProblemSpec, config: LogisticConfig) -> Agent:
-    functions = _logistic_functions(spec.input_dim, spec.num_classes, config.regularization)
+    functions = _logistic_functions(spec.input_dim, spec.num_classes, spec.regularization)
     return bind(
         _logistic_hyper(spec, config), *functions, num_steps=config.num_steps, name="logistic"
     )

@@ -59,7 +59,7 @@ from decision_bench._src.validation import (
 from decision_bench.agents import _bayes_common as common
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import adam, as_hyper, bind, sgd_step
-from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
+from decision_bench.agents.regularization import decayed_weight
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -87,7 +87,6 @@ class BBBConfig:
     num_index_samples: int = 8  # weight draws averaged per gradient step
     kl_scale: float = 1.0  # base of the decayed KL weight
     kl_method: str = "auto"  # "auto" | "analytical" | "sample"
-    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         common.validate_fields(
@@ -104,7 +103,6 @@ class BBBConfig:
             },
         )
         check_choice("kl_method", self.kl_method, KL_METHODS)
-        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
         if self.kl_method == "analytical" and self.mixture_weight not in (0.0, 1.0):
             raise ValueError(
                 "kl_method='analytical' needs a single-Gaussian prior (mixture_weight 0 or 1), "
@@ -182,7 +180,7 @@ def kl_weight(spec: ProblemSpec, config: BBBConfig, num_seen: jax.Array) -> jax.
         hyperparameters(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        regularization=config.regularization,
+        regularization=spec.regularization,
     )
 
 
@@ -320,7 +318,7 @@ def make_bbb(spec: ProblemSpec, config: BBBConfig = BBBConfig()) -> Agent:
         tuple(config.hidden_sizes),
         spec.num_classes,
         spec.input_dim,
-        config.regularization,
+        spec.regularization,
         config.num_index_samples,
         config.analytical_kl,
         config.prior_form,

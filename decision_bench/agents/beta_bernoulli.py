@@ -31,29 +31,22 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from decision_bench._src.validation import check_choice, check_positive
+from decision_bench._src.validation import check_positive
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import as_hyper, bind
-from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.specs import ProblemSpec
 
 
 @dataclasses.dataclass(frozen=True)
 class BetaBernoulliConfig:
-    """Beta(prior_alpha, prior_beta) on every arm; Beta(1, 1) is the U(0, 1) coins prior.
-
-    ``regularization`` is accepted so that the registry can build every agent
-    with the same overrides; an exact posterior has nothing to regularise.
-    """
+    """Beta(prior_alpha, prior_beta) on every arm; Beta(1, 1) is the U(0, 1) coins prior."""
 
     prior_alpha: float = 1.0
     prior_beta: float = 1.0
-    regularization: str = "testbed"
 
     def __post_init__(self):
         object.__setattr__(self, "prior_alpha", check_positive("prior_alpha", self.prior_alpha))
         object.__setattr__(self, "prior_beta", check_positive("prior_beta", self.prior_beta))
-        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
 
 
 class BetaBernoulliState(NamedTuple):

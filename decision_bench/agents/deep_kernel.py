@@ -36,7 +36,7 @@ once). ``fit`` hands it the whole training set after the gradient steps
 batch at the ``Batch.index`` positions, so the rows are the replay positions the
 minibatches have drawn so far.
 
-Static: hidden_sizes, input_dim, num_classes, num_train, regularization.
+Static: hidden_sizes, input_dim, num_classes, num_train, spec.regularization.
 Data (``DeepKernelHyper``): l2, learning_rate, temperature, scale_factor,
 sigma_squared_factor.
 """
@@ -83,7 +83,6 @@ class DeepKernelConfig:
     num_steps: int = 1000
     scale_factor: float = 2.0  # c = scale_factor / sqrt(n beta)
     sigma_squared_factor: float = 4.0  # sigma^2 = sigma_squared_factor * beta
-    regularization: str = "testbed"
 
     def __post_init__(self):
         check_common(self)
@@ -198,7 +197,7 @@ def _functions(
 
 def make_deep_kernel(spec: ProblemSpec, config: DeepKernelConfig) -> Agent:
     init, update, sample_logits, fit_data = _functions(
-        tuple(config.hidden_sizes), spec.input_dim, spec.num_classes, spec.num_train, config.regularization
+        tuple(config.hidden_sizes), spec.input_dim, spec.num_classes, spec.num_train, spec.regularization
     )
     hyper = as_hyper(
         DeepKernelHyper,

@@ -59,7 +59,6 @@ class DropoutConfig:
     hidden_sizes: tuple[int, ...] = (100, 100)
     learning_rate: float = 1e-3
     num_steps: int = 1000
-    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         object.__setattr__(self, "dropout_rate", check_rate("dropout_rate", self.dropout_rate))
@@ -156,7 +155,7 @@ def l2_weight(spec: ProblemSpec, config: DropoutConfig, num_seen: jax.Array) -> 
         hyperparameters(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        regularization=config.regularization,
+        regularization=spec.regularization,
     )
 
 
@@ -201,7 +200,7 @@ def _functions(
 
 def make_dropout(spec: ProblemSpec, config: DropoutConfig) -> Agent:
     functions = _functions(
-        tuple(config.hidden_sizes), spec.num_classes, spec.input_dim, config.regularization
+        tuple(config.hidden_sizes), spec.num_classes, spec.input_dim, spec.regularization
     )
     return bind(
         hyperparameters(spec, config), *functions, num_steps=config.num_steps, name="dropout"

@@ -63,7 +63,6 @@ class EnsembleConfig:
     l2: float = 1.0  # lambda; weight = l2 * d * sqrt(beta) / (M T) on the sum over members
     learning_rate: float = 1e-3
     num_steps: int = 1000
-    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
     member_sampling: str = "with_replacement"  # "with_replacement" (reference) | "all"
 
     def __post_init__(self):
@@ -124,7 +123,7 @@ def l2_weight(spec: ProblemSpec, config: EnsembleConfig, num_seen: jax.Array) ->
         temperature=spec.temperature,
     )
     return hyper_l2_weight(
-        hyper, num_seen, input_dim=spec.input_dim, mode=config.regularization,
+        hyper, num_seen, input_dim=spec.input_dim, mode=spec.regularization,
         num_members=config.num_ensemble,
     )
 
@@ -260,7 +259,7 @@ def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
         prior_hidden_sizes,
         spec.num_classes,
         spec.input_dim,
-        config.regularization,
+        spec.regularization,
         config.member_sampling,
         bootstrap,
         weights_length,

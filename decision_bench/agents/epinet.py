@@ -30,7 +30,7 @@ T / d > ``high_data_ratio`` (500), decided from the spec at construction and
 exposed as ``Agent.num_steps``.
 
 Static settings (one set of functions, compiled once): layer sizes, index_dim,
-num_index_samples, regularization, and the step count (a loop length, so it
+num_index_samples, spec.regularization, and the step count (a loop length, so it
 stays static, as do high_data_step_factor and high_data_ratio, which only decide
 it). Data (``EpinetHyper``): l2, l2_exponent, learning_rate, prior_scale and the
 problem's temperature. The index sampling, loss, update and sample_logits are
@@ -47,7 +47,6 @@ import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import (
-    check_choice,
     check_nonnegative,
     check_positive,
     check_sizes,
@@ -56,7 +55,7 @@ from decision_bench.agents import _bayes_common as common
 from decision_bench.agents.base import Agent
 from decision_bench.agents.core import adam, as_hyper, bind
 from decision_bench.agents.index_core import index_functions
-from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
+from decision_bench.agents.regularization import decayed_weight
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -77,7 +76,6 @@ class EpinetConfig:
     num_steps: int = 1000
     high_data_step_factor: int = 10  # num_steps multiplier when T / d > high_data_ratio
     high_data_ratio: float = 500.0
-    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         common.validate_fields(
@@ -97,7 +95,6 @@ class EpinetConfig:
                 "high_data_ratio": check_positive,
             },
         )
-        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
 
 
 class EpinetParams(NamedTuple):
@@ -139,7 +136,7 @@ def l2_weight(spec: ProblemSpec, config: EpinetConfig, num_seen: jax.Array) -> j
         hyper_of(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        regularization=config.regularization,
+        regularization=spec.regularization,
     )
 
 
@@ -246,7 +243,7 @@ def make_epinet(spec: ProblemSpec, config: EpinetConfig = EpinetConfig()) -> Age
         spec.input_dim,
         config.index_dim,
         config.num_index_samples,
-        config.regularization,
+        spec.regularization,
     )
     return bind(
         hyper_of(spec, config),

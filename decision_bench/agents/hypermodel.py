@@ -22,7 +22,7 @@ Initialisation: b is the usual LeCun initialisation of the base MLP; A's
 entries are N(0, s^2 / D), so theta(z) starts as a random spread around b.
 
 Static settings (one set of functions, compiled once): layer sizes, index_dim,
-num_index_samples, regularization, num_steps. Data (``HypermodelHyper``): l2,
+num_index_samples, spec.regularization, num_steps. Data (``HypermodelHyper``): l2,
 learning_rate, prior_scale, prior_temperature_power and the problem's temperature.
 The index sampling, loss, update and sample_logits are ``index_core``'s.
 """
@@ -39,7 +39,6 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from decision_bench._src.validation import (
-    check_choice,
     check_nonnegative,
     check_positive,
     check_sizes,
@@ -48,7 +47,6 @@ from decision_bench.agents import _bayes_common as common
 from decision_bench.agents.base import Agent
 from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight
 from decision_bench.agents.index_core import index_functions
-from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -66,7 +64,6 @@ class HypermodelConfig:
     l2: float = 1.0  # lambda of the decayed L2 weight
     learning_rate: float = 1e-3  # Adam
     num_steps: int = 2000
-    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         common.validate_fields(
@@ -83,7 +80,6 @@ class HypermodelConfig:
                 "num_steps": common.at_least(0),
             },
         )
-        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
 
 
 class HypermodelParams(NamedTuple):
@@ -125,7 +121,7 @@ def l2_weight(spec: ProblemSpec, config: HypermodelConfig, num_seen: jax.Array) 
         hyper_of(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        mode=config.regularization,
+        mode=spec.regularization,
     )
 
 
@@ -216,7 +212,7 @@ def make_hypermodel(spec: ProblemSpec, config: HypermodelConfig = HypermodelConf
         (spec.input_dim, *config.prior_hidden_sizes, spec.num_classes),
         config.index_dim,
         config.num_index_samples,
-        config.regularization,
+        spec.regularization,
     )
     return bind(
         hyper_of(spec, config), *functions, None, num_steps=config.num_steps, name="hypermodel"

@@ -48,7 +48,6 @@ from decision_bench.agents import _data_buffer
 from decision_bench.agents._data_buffer import DataBuffer
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import as_hyper, bind
-from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
 
@@ -71,16 +70,11 @@ def check_probability_clip(name: str, value: object) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class KNNConfig:
-    """knn defaults: k = 3, uniform weights (the reference's default), clip 0.01.
-
-    ``regularization`` is accepted so that the registry can build every agent with
-    the same overrides; nothing is regularised.
-    """
+    """knn defaults: k = 3, uniform weights (the reference's default), clip 0.01."""
 
     num_neighbors: int = 3  # paper 000 App. C.8 sweeps {1, 5, 10, 30, 50, 100}
     weighting: str = "uniform"  # "uniform" | "distance"
     probability_clip: float = 0.01  # probabilities clipped to [clip, 1 - clip]
-    regularization: str = "testbed"
 
     def __post_init__(self):
         object.__setattr__(self, "num_neighbors", check_int("num_neighbors", self.num_neighbors, 1))
@@ -88,7 +82,6 @@ class KNNConfig:
         object.__setattr__(
             self, "probability_clip", check_probability_clip("probability_clip", self.probability_clip)
         )
-        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
 
 
 class KNNState(NamedTuple):

@@ -44,30 +44,23 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from decision_bench._src.validation import check_choice, check_positive
+from decision_bench._src.validation import check_positive
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import as_hyper, bind
-from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.specs import ProblemSpec
 
 
 @dataclasses.dataclass(frozen=True)
 class LinearGaussianConfig:
-    """Normal-Inverse-Gamma prior: sigma^2 ~ InvGamma(prior_a, prior_b), w ~ N(0, sigma^2 / prior_precision).
-
-    ``regularization`` is accepted so that the registry can build every agent
-    with the same overrides; an exact posterior has nothing to regularise.
-    """
+    """Normal-Inverse-Gamma prior: sigma^2 ~ InvGamma(prior_a, prior_b), w ~ N(0, sigma^2 / prior_precision)."""
 
     prior_a: float = 6.0
     prior_b: float = 6.0
     prior_precision: float = 0.25
-    regularization: str = "testbed"
 
     def __post_init__(self):
         for name in ("prior_a", "prior_b", "prior_precision"):
             object.__setattr__(self, name, check_positive(name, getattr(self, name)))
-        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
 
 
 class LinearGaussianState(NamedTuple):

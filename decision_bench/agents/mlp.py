@@ -21,7 +21,6 @@ import jax.numpy as jnp
 import optax
 
 from decision_bench._src.validation import (
-    check_choice,
     check_int,
     check_nonnegative,
     check_positive,
@@ -29,7 +28,6 @@ from decision_bench._src.validation import (
 )
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight, sgd_step
-from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.priors import truncated_normal_init
 from decision_bench.specs import ProblemSpec
 
@@ -92,7 +90,6 @@ def check_common(config: Any) -> None:
         if field.name in checks:
             value = checks[field.name](getattr(config, field.name))
             object.__setattr__(config, field.name, value)
-    check_choice("regularization", config.regularization, REGULARIZATION_MODES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +100,6 @@ class MLPConfig:
     l2: float = 1.0  # lambda; weight = l2 * d * sqrt(beta) / T in testbed mode
     learning_rate: float = 1e-3
     num_steps: int = 1000  # default SGD steps for fit
-    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         check_common(self)
@@ -125,7 +121,7 @@ class MLPHyper(NamedTuple):
 def l2_weight(spec: ProblemSpec, config: MLPConfig, num_seen: jax.Array) -> jax.Array:
     """The L2 weight after num_seen observations for a spec and config. Returns a [] f32."""
     hyper = as_hyper(MLPHyper, l2=config.l2, learning_rate=config.learning_rate, temperature=spec.temperature)
-    return hyper_l2_weight(hyper, num_seen, input_dim=spec.input_dim, mode=config.regularization)
+    return hyper_l2_weight(hyper, num_seen, input_dim=spec.input_dim, mode=spec.regularization)
 
 
 
@@ -167,7 +163,7 @@ def _functions(hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, 
 
 def make_mlp(spec: ProblemSpec, config: MLPConfig) -> Agent:
     functions = _functions(
-        tuple(config.hidden_sizes), spec.num_classes, spec.input_dim, config.regularization
+        tuple(config.hidden_sizes), spec.num_classes, spec.input_dim, spec.regularization
     )
     hyper = as_hyper(
         MLPHyper, l2=config.l2, learning_rate=config.learning_rate, temperature=spec.temperature

@@ -57,7 +57,6 @@ from decision_bench.agents._data_buffer import DataBuffer
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import as_hyper, bind
 from decision_bench.agents.knn import check_probability_clip, clipped_logits
-from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
 
@@ -67,15 +66,11 @@ LEAF = -1  # child index of a leaf (scikit-learn's TREE_LEAF)
 
 @dataclasses.dataclass(frozen=True)
 class RandomForestConfig:
-    """random_forest defaults: 100 trees, Gini impurity (the reference's default), clip 0.01.
-
-    ``regularization`` is accepted for a uniform interface; nothing is regularised.
-    """
+    """random_forest defaults: 100 trees, Gini impurity (the reference's default), clip 0.01."""
 
     num_trees: int = 100  # paper 000 App. C.8 sweeps {10, 100, 1000}
     criterion: str = "gini"  # "gini" | "entropy" (information gain)
     probability_clip: float = 0.01  # probabilities clipped to [clip, 1 - clip]
-    regularization: str = "testbed"
 
     def __post_init__(self):
         object.__setattr__(self, "num_trees", check_int("num_trees", self.num_trees, 1))
@@ -83,7 +78,6 @@ class RandomForestConfig:
         object.__setattr__(
             self, "probability_clip", check_probability_clip("probability_clip", self.probability_clip)
         )
-        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
 
 
 class Forest(NamedTuple):

@@ -22,7 +22,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-REGULARIZATION_MODES = ("testbed", "sequential", "sequential_linear_beta")
+from decision_bench.specs import REGULARIZATION_MODES
+
+__all__ = ["REGULARIZATION_MODES", "decayed_weight", "true_divisor"]
 
 
 def true_divisor(num_seen: jax.Array) -> jax.Array:

@@ -61,11 +61,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from decision_bench._src.validation import check_choice, check_positive
+from decision_bench._src.validation import check_positive
 from decision_bench.agents import _bayes_common as common
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import as_hyper, bind
-from decision_bench.agents.regularization import REGULARIZATION_MODES, decayed_weight
+from decision_bench.agents.regularization import decayed_weight
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -82,7 +82,6 @@ class SGMCMCConfig:
     burn_in: int = 100_000
     keep_every: int = 1000
     per_example_lr: bool = True  # h = 2 lr / n (True) or h = lr (False)
-    regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
         common.validate_fields(
@@ -99,7 +98,6 @@ class SGMCMCConfig:
         )
         if not isinstance(self.per_example_lr, bool):
             raise ValueError(f"per_example_lr must be True or False, got {self.per_example_lr!r}")
-        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
         if self.burn_in >= self.num_steps:
             raise ValueError(
                 f"burn_in must be < num_steps={self.num_steps}, got burn_in={self.burn_in}"
@@ -175,7 +173,7 @@ def prior_weight(spec: ProblemSpec, config: SGMCMCConfig, num_seen: jax.Array) -
         hyperparameters(spec, config),
         num_seen,
         input_dim=spec.input_dim,
-        regularization=config.regularization,
+        regularization=spec.regularization,
     )
 
 
@@ -307,7 +305,7 @@ def make_sgmcmc(spec: ProblemSpec, config: SGMCMCConfig = SGMCMCConfig()) -> Age
         tuple(config.hidden_sizes),
         spec.num_classes,
         spec.input_dim,
-        config.regularization,
+        spec.regularization,
         config.per_example_lr,
         config.burn_in,
         config.keep_every,

@@ -47,6 +47,7 @@ __all__ = [
     "bootstrap_correlations",
     "correlate",
     "pearson",
+    "pearson_rows",
     "pearson_log",
     "spearman",
 ]
@@ -126,7 +127,7 @@ def _as_pair(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson r along the last axis. x, y: [..., n] -> [...]; NaN where a row is constant."""
     xc = x - x.mean(axis=-1, keepdims=True)
     yc = y - y.mean(axis=-1, keepdims=True)
@@ -142,7 +143,7 @@ def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def pearson(x, y) -> float:
     """Pearson correlation of two 1-D arrays of length n >= 2; NaN if one is constant."""
     x, y = _as_pair(x, y)
-    return float(_pearson_rows(x, y))
+    return float(pearson_rows(x, y))
 
 
 def pearson_log(x, y) -> float:
@@ -156,7 +157,7 @@ def pearson_log(x, y) -> float:
 def spearman(x, y) -> float:
     """Spearman rank correlation (average ranks for ties), as scipy.stats.spearmanr."""
     x, y = _as_pair(x, y)
-    return float(_pearson_rows(stats.rankdata(x), stats.rankdata(y)))
+    return float(pearson_rows(stats.rankdata(x), stats.rankdata(y)))
 
 
 def bootstrap_correlations(
@@ -184,9 +185,9 @@ def bootstrap_correlations(
     idx = rng.integers(0, len(x), size=(int(num_resamples), len(x)))  # [B, n]
     xs, ys = x[idx], y[idx]
     return {
-        "pearson_log": _pearson_rows(np.log(xs), np.log(ys)),
+        "pearson_log": pearson_rows(np.log(xs), np.log(ys)),
         # Ranks are recomputed within each resample: duplicated points tie.
-        "spearman": _pearson_rows(stats.rankdata(xs, axis=-1), stats.rankdata(ys, axis=-1)),
+        "spearman": pearson_rows(stats.rankdata(xs, axis=-1), stats.rankdata(ys, axis=-1)),
     }
 
 

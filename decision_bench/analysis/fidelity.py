@@ -36,7 +36,7 @@ from scipy import stats
 from decision_bench._src.files import write_results_csv
 from decision_bench.analysis.correlation import (
     MIN_POINTS,
-    _pearson_rows,
+    pearson_rows,
     check_num_resamples,
     interval_text,
     percentile_interval,
@@ -141,9 +141,9 @@ def _spearman_bootstrap(
 ) -> tuple[float, float, float]:
     """Spearman rho of (x, y) and the 5th/95th percentiles over bootstrap resamples
     (degenerate resamples, with constant x or y, left out)."""
-    rho = float(_pearson_rows(stats.rankdata(x), stats.rankdata(y)))
+    rho = float(pearson_rows(stats.rankdata(x), stats.rankdata(y)))
     idx = rng.integers(0, len(x), size=(num_resamples, len(x)))
-    draws = _pearson_rows(stats.rankdata(x[idx], axis=-1), stats.rankdata(y[idx], axis=-1))
+    draws = pearson_rows(stats.rankdata(x[idx], axis=-1), stats.rankdata(y[idx], axis=-1))
     low, high = percentile_interval(draws)  # NaN when too few draws are defined
     return rho, low, high
 

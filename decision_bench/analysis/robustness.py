@@ -47,7 +47,7 @@ from scipy import stats
 from decision_bench._src.files import atomic_write
 from decision_bench.analysis.correlation import (
     MIN_POINTS,
-    _pearson_rows,
+    pearson_rows,
     check_num_resamples,
     correlate,
     percentile_interval,
@@ -314,7 +314,7 @@ def _correlation_stack(scores: np.ndarray, method: str) -> np.ndarray:
     else:
         x = stats.rankdata(scores, axis=1)  # a slice with a NaN ranks to all NaN
     columns = np.moveaxis(x, 1, 2)  # [B, M, A]
-    r = _pearson_rows(columns[:, :, None, :], columns[:, None, :, :])
+    r = pearson_rows(columns[:, :, None, :], columns[:, None, :, :])
     diagonal = np.isfinite(np.diagonal(r, axis1=1, axis2=2))  # [B, M]
     m = r.shape[-1]
     r[:, np.arange(m), np.arange(m)] = np.where(diagonal, 1.0, np.nan)

@@ -12,6 +12,7 @@ starts over from step 0, as a stale results cell is recomputed.
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import os
@@ -24,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from decision_bench._src.files import atomic_write, atomic_write_text
-from decision_bench.bandit.loop import SeedCarry
+from decision_bench.bandit.loop import DEFAULT_REGULARIZATION, SeedCarry
 
 STATE_FILE = "bandit_state.npz"
 CONFIG_FILE = "bandit_config.json"
@@ -33,7 +34,9 @@ PREVIOUS_STATE_FILE = "bandit_state.prev.npz"
 # difference makes the checkpoint stale (recomputed), not another run (refused).
 # A checkpoint without one of them (written before it was recorded) is not held
 # against it.
-PROVENANCE_KEYS = ("jax_version", "decision_bench_version", "library_versions", "agent_fingerprint")
+PROVENANCE_KEYS = (
+    "jax_version", "decision_bench_version", "library_versions", "agent_fingerprint", "agent_config",
+)
 
 
 def _to_numpy(tree: Any) -> list[np.ndarray]:
@@ -138,6 +141,16 @@ def _read_checkpoint(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
     return config, arrays
 
 
+def upgrade_saved_config(saved: dict) -> dict:
+    """A config saved before the decay mode was a setting of the run (it was an
+    agent keyword, in agent_kwargs when given, else the default) as recorded now."""
+    if "regularization" in saved:
+        return saved
+    kwargs = dict(saved.get("agent_kwargs") or {})
+    mode = kwargs.pop("regularization", repr(DEFAULT_REGULARIZATION))  # values are saved as repr
+    return {**saved, "agent_kwargs": kwargs, "regularization": ast.literal_eval(mode)}
+
+
 def _config_difference(saved: dict, config: dict) -> str:
     differ = sorted(k for k in set(saved) | set(config) if saved.get(k) != config.get(k))
     return "; ".join(f"{k}: saved {saved.get(k)!r}, now {config.get(k)!r}" for k in differ)
@@ -160,6 +173,7 @@ def load_checkpoint(
             continue
         try:
             saved, arrays = _read_checkpoint(path)
+            saved = upgrade_saved_config(saved)
             arguments = {k: v for k, v in saved.items() if k not in PROVENANCE_KEYS}
             wanted = {k: v for k, v in config.items() if k not in PROVENANCE_KEYS}
             if arguments != wanted:

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from decision_bench._src.validation import check_int
-from decision_bench.bandit.loop import act_step, init_learner, learn_step, make_loop
+from decision_bench.bandit.loop import DEFAULT_REGULARIZATION, act_step, init_learner, learn_step, make_loop
 
 
 class ThompsonPolicy:
@@ -51,6 +51,7 @@ class ThompsonPolicy:
         agent_kwargs: dict | None = None,
         update_mode: str | None = None,
         greedy_samples: int = 32,
+        regularization: str = DEFAULT_REGULARIZATION,
     ):
         self.seed = check_int("seed", seed, 0)
         self.loop, self.env_id = make_loop(
@@ -65,6 +66,7 @@ class ThompsonPolicy:
             agent_kwargs=agent_kwargs,
             update_mode=update_mode,
             greedy_samples=greedy_samples,
+            regularization=regularization,
         )
         self.learner = init_learner(self.loop, jnp.asarray(self.seed, jnp.int32))
         self.failed_at = 0

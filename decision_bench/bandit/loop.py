@@ -30,7 +30,7 @@ from decision_bench.agents.base import Agent, Batch, params_are_finite
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.envs.bandits import BanditParams, BanditState, BernoulliBandit, make_bandit
 from decision_bench.envs.showdown import real_valued_rewards
-from decision_bench.specs import ProblemSpec
+from decision_bench.specs import REGULARIZATION_MODES, ProblemSpec
 
 POLICIES = ("thompson", "greedy", "uniform")
 UPDATE_MODES = ("replay", "online")
@@ -56,8 +56,8 @@ COLUMNS = (
 # ours against the reference's 5): both are indistinguishable from the reference's runs
 # (mlp median regret 10.7 / 10.7 vs 11.6, rank-test p = 0.95 for both; ensemble+ with 100
 # members 44.9 / 39.3 vs 60.6, p = 0.30 for both), so the default follows the code that
-# produced the reference runs. Override per run with agent_kwargs={"regularization": ...}
-# or `decision-bench bandit --regularization`.
+# produced the reference runs. Override per run with run_bandit(regularization=...) or
+# `decision-bench bandit --regularization`: it is the problem's (ProblemSpec.regularization).
 DEFAULT_REGULARIZATION = "sequential_linear_beta"
 
 
@@ -341,25 +341,26 @@ def _resolve_env(env: Any, env_kwargs: dict | None) -> tuple[Any, str]:
     )
 
 
-def bandit_spec(env: Any, replay_capacity: int) -> ProblemSpec:
-    """What an agent may know about a bandit: its input_dim, 2 classes, its temperature.
+def bandit_spec(env: Any, replay_capacity: int, regularization: str = DEFAULT_REGULARIZATION) -> ProblemSpec:
+    """What an agent may know about a bandit: its input_dim, 2 classes, its temperature,
+    and how its regulariser decays with t (``regularization``).
 
-    num_train is the replay capacity: Batch.index is a buffer position below it
-    (agents that keep per-example weights, like bootstrapped ensembles, size
-    their table by it)."""
+    Its num_train is the replay capacity (``ProblemSpec.replay_capacity``)."""
     return ProblemSpec(
         input_dim=env.input_dim,
         num_classes=2,
         temperature=float(env.temperature),
         num_train=replay_capacity,
+        regularization=regularization,
     )
 
 
 def _resolve_agent(
     agent: Any, spec: ProblemSpec, learning_rate: float, agent_kwargs: dict | None
 ) -> Agent:
-    """A registered name (built in sequential mode), an Agent record used as
-    given, or a user's ``make_agent(spec) -> Agent`` called with the bandit's spec."""
+    """A registered name (built with the bandit's spec, whose regularization is
+    sequential), an Agent record used as given, or a user's
+    ``make_agent(spec) -> Agent`` called with the bandit's spec."""
     if not isinstance(agent, (Agent, str)) and callable(agent):
         if agent_kwargs:
             raise ValueError("agent_kwargs is only accepted with an agent name, not a make_agent function")
@@ -381,12 +382,12 @@ def _resolve_agent(
 
 
 def registered_overrides(agent: str, learning_rate: float, agent_kwargs: dict | None) -> dict:
-    """The overrides a registered agent is built with in the bandit: sequential
-    regularization, the bandit's learning rate where the agent has one, then
-    ``agent_kwargs``."""
+    """The overrides a registered agent is built with in the bandit: the bandit's
+    learning rate where the agent declares one (replacing its own default, e.g.
+    bbb's), then ``agent_kwargs``. Nothing the agent does not declare."""
     from decision_bench.agents import registry
 
-    overrides = {"regularization": DEFAULT_REGULARIZATION}
+    overrides = {}
     if "learning_rate" in registry.hyperparameters(agent):
         overrides["learning_rate"] = learning_rate
     overrides.update(agent_kwargs or {})
@@ -419,6 +420,7 @@ def make_loop(
     agent_kwargs: dict | None = None,
     update_mode: str | None = None,
     greedy_samples: int = 32,
+    regularization: str = DEFAULT_REGULARIZATION,
 ) -> tuple[BanditLoop, str]:
     """Validates the arguments and builds (loop, env id). See ``run_bandit``."""
     check_choice("policy", policy, POLICIES)
@@ -427,13 +429,14 @@ def make_loop(
     replay_capacity = check_int("replay_capacity", replay_capacity, 1)
     greedy_samples = check_int("greedy_samples", greedy_samples, 1)
     learning_rate = check_positive("learning_rate", learning_rate)
+    check_choice("regularization", regularization, REGULARIZATION_MODES)
     env, env_id = _resolve_env(env, env_kwargs)
     real_rewards = real_valued_rewards(env)
     # Any agent may play a Gaussian-reward bandit under the uniform policy (it is never
     # trained there): only the regret is accounted.
     if isinstance(agent, str) and not (real_rewards and policy == "uniform"):
         check_inputs_fit(agent, env_id, one_hot=isinstance(env, BernoulliBandit), real_rewards=real_rewards)
-    built = _resolve_agent(agent, bandit_spec(env, replay_capacity), learning_rate, agent_kwargs)
+    built = _resolve_agent(agent, bandit_spec(env, replay_capacity, regularization), learning_rate, agent_kwargs)
     if update_mode is None:
         update_mode = built.update_mode
     check_choice("update_mode", update_mode, UPDATE_MODES)

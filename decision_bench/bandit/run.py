@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from decision_bench._src.files import UNFINISHED_RUN
+from decision_bench._src.fingerprints import config_text, text_fingerprint
 from decision_bench._src.validation import check_int
 from decision_bench._src.versions import result_versions
 from decision_bench.bandit.checkpoints import (
@@ -26,6 +27,7 @@ from decision_bench.bandit.checkpoints import (
 )
 from decision_bench.bandit.loop import (
     COLUMNS,
+    DEFAULT_REGULARIZATION,
     BanditLoop,
     check_seeds,
     init_carries,
@@ -35,16 +37,25 @@ from decision_bench.bandit.loop import (
 )
 
 
-def default_agent_fingerprint(agent: Any, learning_rate: float, agent_kwargs: dict | None) -> str | None:
+def resolved_agent_text(agent: str, learning_rate: float, agent_kwargs: dict | None, regularization: str) -> str:
+    """A registered agent's definition in the bandit: the config it is built with
+    (the bandit's learning rate in place of its own default where it declares one,
+    then agent_kwargs) and the decay mode, as text (``_src.fingerprints.config_text``)."""
+    from decision_bench.agents import registry
+
+    resolved = registry.config(agent, **registered_overrides(agent, learning_rate, agent_kwargs))
+    return config_text(resolved, regularization)
+
+
+def default_agent_fingerprint(
+    agent: Any, learning_rate: float, agent_kwargs: dict | None, regularization: str = DEFAULT_REGULARIZATION
+) -> str | None:
     """What defines the agent beyond its name, as a short hash: a registered agent's
-    resolved config (so a changed default is seen); the SHA-256 of the file
+    resolved config and decay mode (so a changed default is seen); the SHA-256 of the file
     defining a user's ``make_agent`` function; None for an ``Agent`` record (its
     functions cannot be hashed: pass ``agent_fingerprint`` to ``run_bandit``)."""
     if isinstance(agent, str):
-        from decision_bench.agents import registry
-
-        resolved = registry.config(agent, **registered_overrides(agent, learning_rate, agent_kwargs))
-        return hashlib.sha256(repr(resolved).encode()).hexdigest()[:12]
+        return text_fingerprint(resolved_agent_text(agent, learning_rate, agent_kwargs, regularization))
     try:
         source = inspect.getsourcefile(agent) if callable(agent) else None
     except TypeError:  # a builtin or a callable object without a source file
@@ -81,15 +92,20 @@ def run_bandit(
     agent_kwargs: dict | None = None,
     update_mode: str | None = None,
     greedy_samples: int = 32,
+    regularization: str = DEFAULT_REGULARIZATION,
     callback: Callable[[int], None] | None = None,
     agent_fingerprint: str | None = None,
     on_rows: Callable[[pd.DataFrame], None] | None = None,
 ) -> pd.DataFrame:
     """Runs a bandit experiment for every seed at once; returns one row per (seed, log step).
 
-    agent: a registered name (built with ``regularization=DEFAULT_REGULARIZATION`` and,
-      where its config has one, ``learning_rate``; ``agent_kwargs`` override
-      more hyperparameters) or an ``Agent`` record used as given.
+    agent: a registered name (built with ``learning_rate`` in place of its own
+      default where its config declares one, e.g. bbb's 3e-3; ``agent_kwargs``
+      override more hyperparameters, ``learning_rate`` among them), a user's
+      ``make_agent(spec) -> Agent`` or an ``Agent`` record used as given.
+    regularization: how every agent's L2 (or KL) weight decays with t, the
+      bandit spec's ``regularization`` ("sequential_linear_beta", the default
+      ``DEFAULT_REGULARIZATION``, or "sequential").
     env: ``"NeuralBandit-v0"``, ``"ContextualNeuralBandit-v0"``,
       ``"BernoulliBandit-v0"``, ``"ClassificationBandit-v0"``, the Showdown's
       Gaussian-reward ``"WheelBandit-v0"``, ``"LinearBandit-v0"``,
@@ -149,11 +165,12 @@ def run_bandit(
         agent_kwargs=agent_kwargs,
         update_mode=update_mode,
         greedy_samples=greedy_samples,
+        regularization=regularization,
     )
     env = loop.env
     log_steps = _log_steps(num_steps, log_every)
     if agent_fingerprint is None:
-        agent_fingerprint = default_agent_fingerprint(agent, learning_rate, agent_kwargs)
+        agent_fingerprint = default_agent_fingerprint(agent, learning_rate, agent_kwargs, regularization)
     config = {
         "agent": loop.agent.name,
         "agent_kwargs": {k: repr(v) for k, v in sorted((agent_kwargs or {}).items())},
@@ -167,6 +184,7 @@ def run_bandit(
         "batch_size": loop.batch_size,
         "replay_capacity": loop.replay_capacity,
         "learning_rate": float(learning_rate),
+        "regularization": regularization,
         "log_every": log_every,
         # Provenance (checkpoints.PROVENANCE_KEYS): when these differ the saved
         # state is stale and recomputed rather than refused.
@@ -174,6 +192,9 @@ def run_bandit(
         "decision_bench_version": dict(result_versions())["decision-bench"],
         "library_versions": {k: v for k, v in result_versions() if k not in ("decision-bench", "jax")},
         "agent_fingerprint": agent_fingerprint,
+        # What the fingerprint hashes, readable: the learning rate the agent really got.
+        "agent_config": resolved_agent_text(agent, learning_rate, agent_kwargs, regularization)
+        if isinstance(agent, str) else None,
     }
 
     start = time.perf_counter()

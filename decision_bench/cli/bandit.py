@@ -47,7 +47,7 @@ from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench._src.validation import check_choice
 from decision_bench.agents.registry import names as agent_names
-from decision_bench.bandit import make_loop, run_bandit
+from decision_bench.bandit import DEFAULT_REGULARIZATION, make_loop, run_bandit
 from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
 from decision_bench.experiments import estimate as estimate_module
 from decision_bench.experiments.agent_files import AgentFile, file_fingerprint, read_agent_files
@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     p.add_argument("--agents", default="mlp", help="comma-separated agent names (registered, or an --agent-file's)")
-    add_agent_options(p, "; wins over --learning-rate and --regularization for that agent")
+    add_agent_options(p, "; wins over --learning-rate for that agent")
     p.add_argument(
         "--env",
         default="NeuralBandit-v0",
@@ -103,7 +103,13 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--steps-per-obs", type=int, default=1, help="optimiser steps per observation")
     p.add_argument("--batch-size", type=int, default=128, help="replay minibatch size")
     p.add_argument("--replay-capacity", type=int, default=10_000, help="replay buffer size")
-    p.add_argument("--learning-rate", type=float, default=1e-3, help="Adam step size")
+    p.add_argument(
+        "--learning-rate",
+        type=float,
+        default=1e-3,
+        help="Adam step size of every agent that has one, in place of the agent's own default"
+        + _replaced_defaults(1e-3),
+    )
     p.add_argument(
         "--regularization",
         choices=("sequential", "sequential_linear_beta"),
@@ -207,11 +213,26 @@ def _result_arguments(
     return arguments
 
 
+def _replaced_defaults(learning_rate: float) -> str:
+    """The registered agents whose own learning rate the bandit's default replaces, for --help."""
+    from decision_bench.agents import registry
+
+    own = {}
+    for name in registry.names():
+        rate = getattr(registry.config(name), "learning_rate", None)
+        if rate is not None and rate != learning_rate:
+            own.setdefault(rate, []).append(name)
+    if not own:
+        return ""
+    listed = "; ".join(f"{', '.join(names)} {rate:g}" for rate, names in sorted(own.items()))
+    return f" (it replaces: {listed}; --set NAME.learning_rate=... sets one agent's)"
+
+
 def _run_agents(
-    agents: tuple[str, ...], files: tuple[AgentFile, ...], settings: dict, regularization: str | None
+    agents: tuple[str, ...], files: tuple[AgentFile, ...], settings: dict
 ) -> dict[str, tuple]:
     """{name: (what run_bandit takes as the agent, its agent_kwargs, its fingerprint)}:
-    a registered name with --regularization and its --set values as agent_kwargs; an
+    a registered name with its --set values as agent_kwargs; an
     agent file's make_agent with its --set options bound, fingerprinted by the file's
     SHA-256 and those options."""
     by_name = {f.name: f for f in files}
@@ -224,8 +245,7 @@ def _run_agents(
         if agent in by_name:
             run[agent] = (by_name[agent].factory(values), None, file_fingerprint(by_name[agent].sha256, values))
         else:
-            kwargs = {"regularization": regularization} if regularization else {}
-            run[agent] = (agent, {**kwargs, **values} or None, None)
+            run[agent] = (agent, values or None, None)
     return run
 
 
@@ -257,6 +277,7 @@ def run_command(args: argparse.Namespace) -> int:
         replay_capacity=args.replay_capacity,
         learning_rate=args.learning_rate,
         env_kwargs=env_kwargs,
+        regularization=getattr(args, "regularization", None) or DEFAULT_REGULARIZATION,
     )
     # A ValueError is bad input (unknown agent, env, policy; a value out of range;
     # an --out that is a file). Every agent and the output folder are checked
@@ -268,7 +289,7 @@ def run_command(args: argparse.Namespace) -> int:
         for agent in agents:
             check_choice("--agents", agent, known)
         settings = parse_settings(getattr(args, "settings", ()), agents, files)
-        planned = _run_agents(agents, files, settings, getattr(args, "regularization", None))
+        planned = _run_agents(agents, files, settings)
         for agent, (runnable, agent_kwargs, _) in planned.items():
             loop, _ = make_loop(runnable, args.env, agent_kwargs=agent_kwargs, **run_kwargs)
         # Before anything is allocated: what this run's arrays need, against the machine.

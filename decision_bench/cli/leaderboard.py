@@ -43,7 +43,8 @@ from decision_bench._src.validation import check_choice
 from decision_bench.agents import names as registered_names
 from decision_bench.analysis.leaderboard import markdown, paired_differences, scores
 from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
-from decision_bench.cli.testbed import _describe_testbed, compute_testbed_cell, run_cells
+from decision_bench.cli.testbed import run_command_cells
+from decision_bench.experiments.testbed_cell import compute_testbed_cell, describe_testbed_cell
 from decision_bench.experiments.baselines import library_differences, load_baselines, stale_reasons, stored_names
 from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.experiments.store import ResultsStore
@@ -130,12 +131,12 @@ def main(args: argparse.Namespace) -> int:
         "--baselines": stored.name, "--allow-stale": bool(args.allow_stale),
     }
     with claim_run_dir(args.out, "leaderboard", arguments) as out:
-        frame = run_cells(
+        frame = run_command_cells(
             cells,
             functools.partial(compute_testbed_cell, agent_files=tuple((f.name, f.path) for f in files)),
             ResultsStore(out / CELLS_DIR),
             desc="leaderboard",
-            describe=_describe_testbed,
+            describe=describe_testbed_cell,
             progress=not args.no_progress,
         )
         ours = _as_stored(frame)

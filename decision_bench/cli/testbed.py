@@ -33,7 +33,7 @@ fidelity_seconds): each agent's distance to the reference's predictive
 (evaluation/fidelity.py). ``--reference-option NAME=VALUE`` (repeatable)
 overrides the reference's settings, e.g. ``--reference-option num_chains=2``.
 
-Resuming. The work is split into cells (``decision_bench.experiments.cells.Cell``), one per
+Resuming. The work is split into cells (``decision_bench.experiments.testbed_cell``), one per
 agent and setting (input dim, T, beta; for realdata: data set and T) with all
 its seeds, each stored under DIR/cells/ as soon as it is finished (one verified
 JSON file per cell, written atomically, as ``reproduce`` does). Running the same
@@ -44,9 +44,7 @@ model's activation and hidden sizes, so the families of the robustness sweeps
 never share a cell --, designs, seeds, --num-test, --num-models, --method; a
 data file's contents), so cells of a run with other arguments are never mixed
 in. DIR belongs to one run: a testbed command with other arguments (or another
-command) on it is refused in one line naming the differences (DIR/run_manifest.json). (Cells written before settings
-had a family have other ids and are recomputed: their rows lack the
-activation and hidden_sizes columns.)
+command) on it is refused in one line naming the differences (DIR/run_manifest.json).
 """
 
 from __future__ import annotations
@@ -76,18 +74,8 @@ from decision_bench.cli.arguments import add_agent_options, parse_agent_list, pa
 from decision_bench.data import BUNDLED, load_dataset, make_dataset_problem
 from decision_bench.evaluation.kl import METHODS
 from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
-from decision_bench.evaluation.runner import ReferenceFits, run_testbed
-from decision_bench.evaluation.sweeps import (
-    DEFAULT_ACTIVATION,
-    DEFAULT_HIDDEN_SIZES,
-    SWEEP_NAMES,
-    Sweep,
-    TestbedSetting,
-    TestDesign,
-    custom_sweep,
-    get_sweep,
-    hidden_sizes_label,
-)
+from decision_bench.evaluation.runner import ReferenceFits
+from decision_bench.evaluation.sweeps import SWEEP_NAMES, Sweep, custom_sweep, get_sweep
 from decision_bench.experiments import estimate as estimate_module
 from decision_bench.experiments.agent_files import AgentFile, current_make_agent, read_agent_files
 from decision_bench.experiments.cells import Cell
@@ -96,6 +84,7 @@ from decision_bench.experiments.experiment_file import read_experiment_file
 from decision_bench.experiments.presets import Preset, testbed_sweep
 from decision_bench.experiments.reproduce import with_settings
 from decision_bench.experiments.store import ResultsStore, concat_tables
+from decision_bench.experiments.testbed_cell import compute_testbed_cell, describe_testbed_cell, sweep_cells
 
 BASELINE = "mlp"
 REALDATA = "realdata"
@@ -297,61 +286,6 @@ def check_testbed_memory(args: argparse.Namespace, sweep: Sweep, num_agents: int
         )
 
 
-def testbed_cells(
-    agents: Sequence[str],
-    sweep: Sweep,
-    seeds: Sequence[int],
-    num_test: int,
-    num_models: int,
-    method: str,
-    reference: str | None = None,
-    reference_options: dict | None = None,
-    agent_configs: Mapping[str, Mapping[str, Any]] | None = None,
-    agent_files: Sequence[AgentFile] = (),
-) -> tuple[Cell, ...]:
-    """One cell per (agent, setting) with all seeds, in ``run_testbed``'s row order.
-
-    agent_configs: {agent: {hyperparameter: value}} (--set), the cells' agent_config;
-    agent_files: the run's loaded agent files, whose SHA-256 goes into their
-    agents' cells (so an edited file names new cells).
-
-    The cell holds every argument its rows depend on (the setting with its
-    activation and hidden sizes, the designs (tau, kappa), num_test, num_models,
-    method, the seeds), so its id changes whenever they do. The sweep's name is
-    left out: it does not change a row. With a reference the cell also holds its
-    name and options (without one the cell, and so its id, is as before).
-    """
-    designs = tuple((design.tau, design.kappa) for design in sweep.designs)
-    digests = {f.name: f.sha256 for f in agent_files}
-    extra = {}
-    if reference is not None:
-        extra = {"reference": reference, "reference_options": tuple(sorted((reference_options or {}).items()))}
-    return tuple(
-        Cell(
-            "testbed",
-            agent,
-            problem={
-                "prior": setting.prior,
-                "activation": setting.activation,
-                "hidden_sizes": setting.hidden_sizes,
-                "input_dim": setting.input_dim,
-                "num_train": setting.num_train,
-                "temperature": setting.temperature,
-                "designs": designs,
-                "num_test": num_test,
-                "num_models": num_models,
-                "method": method,
-                **extra,
-            },
-            seeds=tuple(seeds),
-            agent_config=dict((agent_configs or {}).get(agent, {})),
-            agent_file_sha256=digests.get(agent),
-        )
-        for agent in agents
-        for setting in sweep.settings
-    )
-
-
 def _cell_agent(cell: Cell, agent_files: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
     """(run_testbed's agent argument, its overrides) for a cell: the registered name,
     or {name: make_agent} of the cell's agent file (which must still be the file the
@@ -364,45 +298,7 @@ def _cell_agent(cell: Cell, agent_files: Sequence[tuple[str, str]]) -> tuple[Any
     return agent, overrides if cell.agent_config else None
 
 
-def compute_testbed_cell(
-    cell: Cell, reference_fits: ReferenceFits | None = None, agent_files: Sequence[tuple[str, str]] = ()
-) -> pd.DataFrame:
-    """The rows of one testbed cell (``run_testbed`` on its one setting); built from
-    the cell alone, so a stored cell can always be recomputed the same way.
-    Programs compiled for one cell are reused by the next where they coincide
-    (JAX's jit cache: the same agent at another temperature, say); with a
-    reference, ``reference_fits`` shares its fit of a setting between the cells
-    of that setting's agents. agent_files: ((name, path), ...) of the run's agent files."""
-    problem = dict(cell.problem)
-    setting = TestbedSetting(
-        input_dim=problem["input_dim"],
-        num_train=problem["num_train"],
-        temperature=problem["temperature"],
-        prior=problem["prior"],
-        activation=problem["activation"],
-        hidden_sizes=tuple(problem["hidden_sizes"]),
-    )
-    designs = tuple(TestDesign(tau, kappa) for tau, kappa in problem["designs"])
-    sweep = Sweep("cell", (setting,), designs, num_seeds=len(cell.seeds))
-    reference = problem.get("reference")
-    options = {k: tuple(v) if isinstance(v, list) else v for k, v in problem.get("reference_options", ())}
-    agent, overrides = _cell_agent(cell, agent_files)
-    return run_testbed(
-        agent,
-        sweep,
-        list(cell.seeds),
-        num_test=problem["num_test"],
-        num_models=problem["num_models"],
-        method=problem["method"],
-        overrides=overrides,
-        progress=False,
-        reference=reference,
-        reference_overrides=options or None,
-        reference_fits=reference_fits,
-    )
-
-
-def run_cells(
+def run_command_cells(
     cells: Sequence[Cell],
     compute: Callable[[Cell], pd.DataFrame],
     store: ResultsStore,
@@ -453,17 +349,6 @@ def run_cells(
     return store.load(cells)
 
 
-def _describe_testbed(cell: Cell) -> str:
-    problem = dict(cell.problem)
-    family = f" {problem['activation']}-{hidden_sizes_label(problem['hidden_sizes'])}"
-    if (problem["activation"], tuple(problem["hidden_sizes"])) == (DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES):
-        family = ""
-    return (
-        f"{cell.agent}{family} d={problem['input_dim']} T={problem['num_train']} "
-        f"beta={problem['temperature']}"
-    )
-
-
 def realdata_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean NLL per agent (rows) and design (columns), over data sets, sizes and seeds."""
     design = frame["tau"].astype(str).radd("NLL^") + frame["kappa"].map(
@@ -486,7 +371,7 @@ def realdata_cells(
 ) -> tuple[Cell, ...]:
     """One cell per (agent, data set, T) with all seeds, in ``run_realdata``'s row
     order; a T above a data set's training split is no cell (run_realdata skips it).
-    agent_configs and agent_files: as ``testbed_cells``.
+    agent_configs and agent_files: as ``experiments.testbed_cell.sweep_cells``.
 
     A data file's cell also holds the SHA-256 of its bytes: an edited file gets
     new cells rather than the old file's rows.
@@ -573,7 +458,7 @@ def _main_realdata(
     args: argparse.Namespace, out: Path, datasets: tuple[str, ...], seeds: tuple[int, ...], cells: tuple[Cell, ...]
 ) -> int:
     store = ResultsStore(out / CELLS_DIR)
-    frame = run_cells(
+    frame = run_command_cells(
         cells,
         functools.partial(compute_realdata_cell, agent_files=_file_pairs(cells, args)) if _file_pairs(cells, args)
         else compute_realdata_cell,
@@ -789,9 +674,10 @@ def main(args: argparse.Namespace) -> int:
     cells = tuple(
         cell
         for one in sweeps
-        for cell in testbed_cells(
-            agents, one, seeds, args.num_test, args.num_models, args.method,
-            reference, reference_options, configs, files,
+        for cell in sweep_cells(
+            agents, one, seeds, num_test=args.num_test, num_models=args.num_models, method=args.method,
+            reference=reference, reference_options=reference_options, agent_configs=configs,
+            agent_files={f.name: f.sha256 for f in files},
         )
     )
     if experiment is None:
@@ -843,12 +729,12 @@ def _run_testbed_cells(args, out, sweep_name, custom, seeds, cells, reference, r
     compute = functools.partial(compute_testbed_cell, **options) if options else compute_testbed_cell
     board = None if getattr(args, "tensorboard", None) is None else TensorBoardLog(args.tensorboard)
     try:
-        frame = run_cells(
+        frame = run_command_cells(
             cells,
             compute,
             ResultsStore(out / CELLS_DIR),
             desc=f"testbed {sweep_name}",
-            describe=_describe_testbed,
+            describe=describe_testbed_cell,
             progress=not args.no_progress,
             results_csv=out / "testbed.csv",
             on_cell_done=None if board is None else lambda cell, rows: board.testbed_rows(rows),

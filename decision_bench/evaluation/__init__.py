@@ -6,10 +6,12 @@ Public API:
 - ``estimate_nll(sampler, x, y, key, num_models, method) -> NLLResult``
 - ``evaluate_classification(sampler, problem, key, ...) -> ClassificationResult``
   and the array functions ``accuracy``, ``expected_calibration_error``
-- ``posterior_fidelity(key, fitted, reference, problem, ...) -> FidelityResult`` and
-  ``kl_to_reference(...) -> ReferenceKLResult``: distance to a reference posterior
+- ``posterior_fidelity(key, fitted, reference, problem, config) -> FidelityResult`` and
+  ``kl_to_reference(...) -> ReferenceKLResult``: distance to a reference posterior,
+  with the settings in a ``FidelityConfig`` (or as its fields' keywords)
 - ``FittedAgent(agent, state)``: what the estimators take besides plain callables
-- ``run_testbed(agent_names, sweep, seeds, ...) -> pandas.DataFrame``
+- ``run_testbed(agent_names, sweep, seeds, ...) -> pandas.DataFrame``, scored against a
+  ``Reference(name, overrides)`` posterior when given one
 - ``get_sweep(name)``, ``SWEEP_NAMES``: the named sweeps (paper2d, highdim,
   quick, standard, and the generative-family sweeps robustness_activation,
   robustness_width, robustness_quick)
@@ -17,6 +19,7 @@ Public API:
 """
 
 from decision_bench.evaluation.fidelity import (
+    FidelityConfig,
     FidelityResult,
     ReferenceKLResult,
     kl_to_reference,
@@ -37,7 +40,7 @@ from decision_bench.evaluation.metrics import (
     evaluate_classification,
     expected_calibration_error,
 )
-from decision_bench.evaluation.runner import run_testbed
+from decision_bench.evaluation.runner import Reference, run_testbed
 from decision_bench.evaluation.sweeps import (
     SWEEP_NAMES,
     Sweep,
@@ -50,11 +53,13 @@ __all__ = [
     "METHODS",
     "SWEEP_NAMES",
     "ClassificationResult",
+    "FidelityConfig",
     "FidelityResult",
     "FittedAgent",
     "KLResult",
     "NLLResult",
     "NonFiniteEstimateError",
+    "Reference",
     "ReferenceKLResult",
     "Sweep",
     "TestbedSetting",

@@ -45,6 +45,7 @@ are array leaves of their records, so a second identical call never recompiles.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -57,8 +58,8 @@ from decision_bench._src.validation import check_choice, check_int
 from decision_bench.envs.testbed import TestbedProblem, polyadic_design
 from decision_bench.evaluation.kl import (
     Sampler,
-    _check_common,
-    _split_sampler,
+    check_sampler_and_key,
+    split_sampler,
     check_sampler_logits,
     model_set,
     resolve_method,
@@ -72,6 +73,7 @@ __all__ = [
     "FidelityResult",
     "LABEL_METHODS",
     "ReferenceKLResult",
+    "fidelity_config",
     "fidelity_per_sample",
     "joint_fidelity_enumerated",
     "joint_fidelity_sampled",
@@ -200,25 +202,75 @@ def joint_fidelity_sampled(
 
 @dataclasses.dataclass(frozen=True)
 class FidelityConfig:
-    """Static settings of one fidelity evaluation (a jit static argument).
+    """Settings of one fidelity evaluation.
 
-    tau, kappa: the test design; num_test: tuples N; num_models,
-    reference_num_models: draws per side when it has no members; method,
-    reference_method: resolved ("exact" | "monte_carlo"); label_method:
-    resolved ("enumerate" | "sample"); num_label_samples: label vectors per tuple
-    for "sample"; max_rows: bound on (model, input or label vector) rows per batch.
+    tau: labels per joint prediction (None: the problem's); kappa: the test
+    design's distinct inputs per tuple, which is the problem's (None takes it);
+    num_test: tuples N; num_models, reference_num_models (None: num_models):
+    draws per side when it has no members; method, reference_method: "auto" |
+    "exact" | "monte_carlo" per side; label_method: "auto" | "enumerate" |
+    "sample"; num_label_samples: label vectors per tuple for "sample"; max_rows:
+    bound on (model, input or label vector) rows per batch.
+
+    ``posterior_fidelity`` and ``kl_to_reference`` take one as given;
+    ``resolve`` checks it against the samplers and the problem and returns the
+    config ``fidelity_per_sample`` is compiled for (every field set, the
+    methods resolved), a jit static argument.
     """
 
-    tau: int
-    kappa: int | None
-    num_test: int
-    num_models: int
-    reference_num_models: int
-    method: str
-    reference_method: str
-    label_method: str
+    tau: int | None = None
+    kappa: int | None = None
+    num_test: int = 1000
+    num_models: int = 1000
+    reference_num_models: int | None = None
+    method: str = "auto"
+    reference_method: str = "auto"
+    label_method: str = "auto"
     num_label_samples: int = DEFAULT_LABEL_SAMPLES
     max_rows: int = DEFAULT_MAX_ROWS
+
+    def resolve(self, fitted: Sampler, reference: Sampler, problem: TestbedProblem) -> FidelityConfig:
+        """The checked, resolved config for these samplers on this problem (ValueError naming a bad field)."""
+        if not isinstance(problem, TestbedProblem):
+            raise ValueError(f"problem must be a TestbedProblem, got {type(problem).__name__}")
+        kappa = problem.spec.kappa
+        if self.kappa is not None and self.kappa != kappa:
+            raise ValueError(f"kappa is the problem's test design (kappa={kappa!r}), got {self.kappa!r}")
+        tau = problem.spec.tau if self.tau is None else check_int("tau", self.tau, 1)
+        num_models = check_int("num_models", self.num_models, 1)
+        method = resolve_method(fitted, self.method)
+        reference_method = resolve_method(reference, self.reference_method)
+        if "partition" in (method, reference_method):
+            raise ValueError(
+                "method and reference_method must be 'auto', 'exact' or 'monte_carlo' "
+                "(the fidelity mixtures need every model's probabilities, not partition cells)"
+            )
+        return FidelityConfig(
+            tau=tau,
+            kappa=kappa,
+            num_test=check_int("num_test", self.num_test, 1),
+            num_models=num_models,
+            reference_num_models=num_models if self.reference_num_models is None
+            else check_int("reference_num_models", self.reference_num_models, 1),
+            method=method,
+            reference_method=reference_method,
+            label_method=resolve_label_method(self.label_method, tau, problem.spec.num_classes),
+            num_label_samples=check_int("num_label_samples", self.num_label_samples, 2),
+            max_rows=check_int("max_rows", self.max_rows, 1),
+        )
+
+
+def fidelity_config(config: FidelityConfig | None = None, **settings: Any) -> FidelityConfig:
+    """``config`` (default ``FidelityConfig()``) with the named fields replaced; ValueError
+    naming a keyword that is not a field."""
+    if config is None:
+        config = FidelityConfig()
+    elif not isinstance(config, FidelityConfig):
+        raise ValueError(f"config must be a FidelityConfig, got {type(config).__name__}")
+    unknown = sorted(set(settings) - {f.name for f in dataclasses.fields(FidelityConfig)})
+    if unknown:
+        raise ValueError(f"unknown fidelity settings {unknown}; the fields of FidelityConfig are accepted")
+    return dataclasses.replace(config, **settings)
 
 
 class FidelityArrays(NamedTuple):
@@ -305,7 +357,12 @@ def fidelity_per_sample(
     return FidelityArrays(*flat)
 
 
-_fidelity_jit = jax.jit(fidelity_per_sample, static_argnums=6)
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def _fidelity_compiled(
+    source: Any, state: Any, ref_source: Any, ref_state: Any, prior: Any, key: jax.Array, *, cfg: FidelityConfig
+) -> FidelityArrays:
+    """``fidelity_per_sample`` compiled once per pair of source structures and config."""
+    return fidelity_per_sample(source, state, ref_source, ref_state, prior, key, cfg)
 
 
 # ---------------------------------------------------------------- host side
@@ -431,70 +488,29 @@ class ReferenceKLResult:
 
 
 def _evaluate(
-    key: jax.Array,
-    fitted: Sampler,
-    reference: Sampler,
-    problem: TestbedProblem,
-    tau: int | None,
-    num_test: int,
-    num_models: int,
-    reference_num_models: int | None,
-    method: str,
-    reference_method: str,
-    label_method: str,
-    num_label_samples: int,
-    max_rows: int,
+    key: jax.Array, fitted: Sampler, reference: Sampler, problem: TestbedProblem, config: FidelityConfig
 ) -> tuple[FidelityArrays, FidelityConfig, int, int]:
-    _check_common(fitted, key)
+    """(per-sample arrays, resolved config, models of the fitted side, of the reference side)."""
+    check_sampler_and_key(fitted, key)
     try:
-        _check_common(reference, key)
+        check_sampler_and_key(reference, key)
     except ValueError as error:
         raise ValueError(str(error).replace("sampler", "reference", 1)) from None
-    if not isinstance(problem, TestbedProblem):
-        raise ValueError(f"problem must be a TestbedProblem, got {type(problem).__name__}")
-    tau = problem.spec.tau if tau is None else check_int("tau", tau, 1)
-    kappa = problem.spec.kappa
-    num_test = check_int("num_test", num_test, 1)
-    num_models = check_int("num_models", num_models, 1)
-    reference_num_models = (
-        num_models if reference_num_models is None else check_int("reference_num_models", reference_num_models, 1)
-    )
-    num_label_samples = check_int("num_label_samples", num_label_samples, 2)
-    max_rows = check_int("max_rows", max_rows, 1)
-    resolved = resolve_method(fitted, method)
-    ref_resolved = resolve_method(reference, reference_method)
-    if "partition" in (resolved, ref_resolved):
-        raise ValueError(
-            "method and reference_method must be 'auto', 'exact' or 'monte_carlo' "
-            "(the fidelity mixtures need every model's probabilities, not partition cells)"
-        )
-    labels = resolve_label_method(label_method, tau, problem.spec.num_classes)
-    source, state = _split_sampler(fitted)
-    ref_source, ref_state = _split_sampler(reference)
+    cfg = config.resolve(fitted, reference, problem)
+    source, state = split_sampler(fitted)
+    ref_source, ref_state = split_sampler(reference)
     input_dim = problem.spec.input_dim
     sizes = []
     for name, (src, st, meth, m) in {
-        "fitted": (source, state, resolved, num_models),
-        "reference": (ref_source, ref_state, ref_resolved, reference_num_models),
+        "fitted": (source, state, cfg.method, cfg.num_models),
+        "reference": (ref_source, ref_state, cfg.reference_method, cfg.reference_num_models),
     }.items():
         sizes.append(model_set(src, st, meth, m, input_dim)[1])
         try:
-            check_sampler_logits(src, st, meth, key, tau, input_dim, problem.spec.num_classes)
+            check_sampler_logits(src, st, meth, key, cfg.tau, input_dim, problem.spec.num_classes)
         except ValueError as error:
             raise ValueError(f"{name}: {error}") from None
-    cfg = FidelityConfig(
-        tau=tau,
-        kappa=kappa,
-        num_test=num_test,
-        num_models=num_models,
-        reference_num_models=reference_num_models,
-        method=resolved,
-        reference_method=ref_resolved,
-        label_method=labels,
-        num_label_samples=num_label_samples,
-        max_rows=max_rows,
-    )
-    arrays = _fidelity_jit(source, state, ref_source, ref_state, problem.prior, key, cfg)
+    arrays = _fidelity_compiled(source, state, ref_source, ref_state, problem.prior, key, cfg=cfg)
     return arrays, cfg, sizes[0], sizes[1]
 
 
@@ -503,33 +519,18 @@ def posterior_fidelity(
     fitted: Sampler,
     reference: Sampler,
     problem: TestbedProblem,
-    *,
-    tau: int | None = None,
-    num_test: int = 1000,
-    num_models: int = 1000,
-    reference_num_models: int | None = None,
-    method: str = "auto",
-    reference_method: str = "auto",
-    label_method: str = "auto",
-    num_label_samples: int = DEFAULT_LABEL_SAMPLES,
-    max_rows: int = DEFAULT_MAX_ROWS,
+    config: FidelityConfig | None = None,
+    **settings: Any,
 ) -> FidelityResult:
     """Agreement, marginal TV, joint TV and KL(P_ref || P_agent) of ``fitted`` against ``reference``.
 
     key: a jax random key (the same key, the same result); fitted, reference:
     FittedAgent(agent, state) or callables (key, x[n, d]) -> logits [n, C];
     problem: a TestbedProblem (its input distribution, classes and design);
-    tau: labels per joint prediction (None: problem.spec.tau; the design's kappa
-    is problem.spec.kappa); num_test: test tuples; num_models,
-    reference_num_models (None: num_models): draws of a side without members;
-    method, reference_method: "auto" | "exact" | "monte_carlo" per side;
-    label_method: "auto" | "enumerate" | "sample"; num_label_samples: label
-    vectors per tuple when sampled; max_rows: memory bound per batch.
+    config: a FidelityConfig (None: the defaults); settings: its fields as
+    keywords (``num_test=200``), replacing config's.
     """
-    arrays, cfg, m, r = _evaluate(
-        key, fitted, reference, problem, tau, num_test, num_models, reference_num_models,
-        method, reference_method, label_method, num_label_samples, max_rows,
-    )
+    arrays, cfg, m, r = _evaluate(key, fitted, reference, problem, fidelity_config(config, **settings))
     values = summarize_fidelity(arrays, strict=False)
     return FidelityResult(
         **values,
@@ -551,16 +552,8 @@ def kl_to_reference(
     fitted: Sampler,
     reference: Sampler,
     problem: TestbedProblem,
-    *,
-    tau: int | None = None,
-    num_test: int = 1000,
-    num_models: int = 1000,
-    reference_num_models: int | None = None,
-    method: str = "auto",
-    reference_method: str = "auto",
-    label_method: str = "auto",
-    num_label_samples: int = DEFAULT_LABEL_SAMPLES,
-    max_rows: int = DEFAULT_MAX_ROWS,
+    config: FidelityConfig | None = None,
+    **settings: Any,
 ) -> ReferenceKLResult:
     """d_KL^tau of ``fitted`` with ``reference``'s predictive in place of the environment.
 
@@ -571,10 +564,7 @@ def kl_to_reference(
     NonFiniteEstimateError, as ``estimate_kl`` does, when fewer than half of the
     per-tuple values are finite.
     """
-    arrays, cfg, m, r = _evaluate(
-        key, fitted, reference, problem, tau, num_test, num_models, reference_num_models,
-        method, reference_method, label_method, num_label_samples, max_rows,
-    )
+    arrays, cfg, m, r = _evaluate(key, fitted, reference, problem, fidelity_config(config, **settings))
     per_sample = np.asarray(arrays.kl)
     values = summarize_fidelity(arrays, strict=True)  # NonFiniteEstimateError, as estimate_kl
     return ReferenceKLResult(

@@ -29,6 +29,7 @@ estimate is meaningless and ``NonFiniteEstimateError`` is raised.
 """
 
 import dataclasses
+import functools
 from typing import Any, Callable, NamedTuple, Union
 
 import jax
@@ -239,7 +240,7 @@ class EvalConfig:
     max_rows: int
 
 
-def _split_sampler(sampler: Sampler) -> tuple[Any, Any]:
+def split_sampler(sampler: Sampler) -> tuple[Any, Any]:
     """(source, state) as pytrees that jit takes as ordinary arguments: an Agent
     is one already (functions static, hyperparameters leaves); a plain callable
     becomes a ``Partial`` with no leaves, so the same callable reuses its program."""
@@ -291,7 +292,12 @@ def tau_sample_log_likelihoods(
     return tests.env_log_likelihood, agent_ll
 
 
-_tau_sample_log_likelihoods_jit = jax.jit(tau_sample_log_likelihoods, static_argnums=5)
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def _tau_sample_log_likelihoods_compiled(
+    source: Any, state: Any, prior: Any, env_params: Any, key: jax.Array, *, cfg: EvalConfig
+) -> tuple[jax.Array, jax.Array]:
+    """``tau_sample_log_likelihoods`` compiled once per source pytree structure and config."""
+    return tau_sample_log_likelihoods(source, state, prior, env_params, key, cfg)
 
 
 def summarize(per_sample: np.ndarray, *, strict: bool = True) -> tuple[float, float, float]:
@@ -319,7 +325,9 @@ def summarize(per_sample: np.ndarray, *, strict: bool = True) -> tuple[float, fl
     return float(clipped.mean()), float(stderr), fraction
 
 
-def _check_common(sampler: Any, key: Any) -> None:
+def check_sampler_and_key(sampler: Any, key: Any) -> None:
+    """ValueError (one line) unless sampler is a FittedAgent or a callable and key one
+    jax random key: the checks every estimator of this package starts with."""
     _check_sampler(sampler)
     if not isinstance(key, jax.Array) or key.shape not in ((), (2,)):
         raise ValueError(f"key must be a single jax.random key, got {key!r}")
@@ -343,14 +351,14 @@ def estimate_kl(
     N; num_models: agent draws M (unused by "exact"); method: "auto" | "exact" |
     "monte_carlo" | "partition"; max_rows: bound on (model, input) rows per batch.
     """
-    _check_common(sampler, key)
+    check_sampler_and_key(sampler, key)
     num_models = check_int("num_models", num_models, 1)
     max_rows = check_int("max_rows", max_rows, 1)
     num_test = check_int("num_test", num_test, 1)
     if not isinstance(problem, TestbedProblem):
         raise ValueError(f"problem must be a TestbedProblem, got {type(problem).__name__}")
     resolved = resolve_method(sampler, method)
-    source, state = _split_sampler(sampler)
+    source, state = split_sampler(sampler)
     tau, input_dim = problem.spec.tau, problem.spec.input_dim
     # The sampler sees the test inputs chunk by chunk: n = chunk * tau rows per call.
     models = _models_per_call(source, state, resolved, num_models, input_dim)
@@ -367,8 +375,8 @@ def estimate_kl(
         method=resolved,
         max_rows=max_rows,
     )
-    env_ll, agent_ll = _tau_sample_log_likelihoods_jit(
-        source, state, problem.prior, problem.env_params, key, cfg
+    env_ll, agent_ll = _tau_sample_log_likelihoods_compiled(
+        source, state, problem.prior, problem.env_params, key, cfg=cfg
     )
     env_ll, agent_ll = np.asarray(env_ll), np.asarray(agent_ll)
     per_sample = env_ll - agent_ll
@@ -376,7 +384,12 @@ def estimate_kl(
     return KLResult(kl, stderr, per_sample, fraction, env_ll, agent_ll, resolved, models)
 
 
-def _nll_core(source, state, key, x, y, method, num_models, max_rows):
+@functools.partial(jax.jit, static_argnames=("method", "num_models", "max_rows"))
+def _nll_per_sample(
+    source: Any, state: Any, key: jax.Array, x: jax.Array, y: jax.Array,
+    *, method: str, num_models: int, max_rows: int,
+) -> jax.Array:
+    """Joint NLL [N] of labelled tau-samples x [N, tau, d], y [N, tau]."""
     models, size = model_set(source, state, method, num_models, x.shape[-1])
     return -agent_log_likelihoods(
         models,
@@ -387,9 +400,6 @@ def _nll_core(source, state, key, x, y, method, num_models, max_rows):
         estimator="partition" if method == "partition" else "mixture",
         max_rows=max_rows,
     )
-
-
-_nll_jit = jax.jit(_nll_core, static_argnums=(5, 6, 7))
 
 
 def estimate_nll(
@@ -408,7 +418,7 @@ def estimate_nll(
     labels. The real-data analogue of d_KL: it differs from d_KL by the
     (agent-independent) environment entropy.
     """
-    _check_common(sampler, key)
+    check_sampler_and_key(sampler, key)
     num_models = check_int("num_models", num_models, 1)
     max_rows = check_int("max_rows", max_rows, 1)
     x = jnp.asarray(x, jnp.float32)
@@ -420,7 +430,7 @@ def estimate_nll(
     if y.shape != x.shape[:2] or not jnp.issubdtype(y.dtype, jnp.integer):
         raise ValueError(f"y must be integer labels of shape {x.shape[:2]}, got {y.dtype}{y.shape}")
     resolved = resolve_method(sampler, method)
-    source, state = _split_sampler(sampler)
+    source, state = split_sampler(sampler)
     num_test, tau, input_dim = x.shape
     # No environment says how many classes there are; the labels say at least how many.
     min_classes = max(2, int(np.asarray(y).max()) + 1)
@@ -430,7 +440,10 @@ def estimate_nll(
         source, state, resolved, key, num_inputs, input_dim, None, min_classes=min_classes
     )
     per_sample = np.asarray(
-        _nll_jit(source, state, key, x, y.astype(jnp.int32), resolved, num_models, max_rows)
+        _nll_per_sample(
+            source, state, key, x, y.astype(jnp.int32),
+            method=resolved, num_models=num_models, max_rows=max_rows,
+        )
     )
     nll, stderr, fraction = summarize(per_sample, strict=True)
     return NLLResult(nll, stderr, per_sample, fraction, resolved, models)

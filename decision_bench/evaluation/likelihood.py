@@ -94,7 +94,7 @@ def _partition(
     # log(count / M) + sum_t log(sum_t / count). The tau * log(count) term is
     # written out rather than summed over a broadcast: XLA:CPU (jax 0.10.2)
     # dropped "sum_t (a_t - log count)[:, None]"'s broadcast term for chunks of
-    # ~50 samples or more (caught by tests/test_evaluation_partition.py).
+    # ~50 samples or more (caught by tests/evaluation/test_evaluation_partition.py).
     per_cell = log_count - jnp.log(num_models) + log_sum - tau * log_count
     per_cell = jnp.where(occupied, per_cell, -jnp.inf).reshape(batch, num_cells)
     return jax.nn.logsumexp(per_cell, axis=-1)

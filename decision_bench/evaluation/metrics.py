@@ -9,6 +9,7 @@ confidence bins: sum_b (n_b / n) |accuracy_b - confidence_b|.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -19,8 +20,8 @@ from decision_bench._src.validation import check_int
 from decision_bench.envs.testbed import TestbedProblem, sample_labels
 from decision_bench.evaluation.kl import (
     Sampler,
-    _check_common,
-    _split_sampler,
+    check_sampler_and_key,
+    split_sampler,
     model_set,
     resolve_method,
 )
@@ -78,7 +79,13 @@ def classification_metrics(
     return accuracy(probs, y), expected_calibration_error(probs, y, num_bins)
 
 
-_classification_jit = jax.jit(classification_metrics, static_argnums=(5, 6, 7, 8))
+@functools.partial(jax.jit, static_argnames=("num_test", "method", "num_samples", "num_bins"))
+def _classification_compiled(
+    source: Any, state: Any, prior: Any, env_params: Any, key: jax.Array,
+    *, num_test: int, method: str, num_samples: int, num_bins: int,
+) -> tuple[jax.Array, jax.Array]:
+    """``classification_metrics`` compiled once per source pytree structure and static settings."""
+    return classification_metrics(source, state, prior, env_params, key, num_test, method, num_samples, num_bins)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,14 +107,14 @@ def evaluate_classification(
     method: str = "auto",
 ) -> ClassificationResult:
     """Accuracy and ECE of a sampler's mean prediction on fresh iid test pairs of a problem."""
-    _check_common(sampler, key)
+    check_sampler_and_key(sampler, key)
     num_samples = check_int("num_samples", num_samples, 1)
     num_test = check_int("num_test", num_test, 1)
     num_bins = check_int("num_bins", num_bins, 1)
     resolved = resolve_method(sampler, method)
-    source, state = _split_sampler(sampler)
-    acc, ece = _classification_jit(
+    source, state = split_sampler(sampler)
+    acc, ece = _classification_compiled(
         source, state, problem.prior, problem.env_params, key,
-        num_test, resolved, num_samples, num_bins,
+        num_test=num_test, method=resolved, num_samples=num_samples, num_bins=num_bins,
     )
     return ClassificationResult(float(acc), float(ece), resolved)

@@ -35,6 +35,7 @@ seeds and compiled once. eval_seconds is per design.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -65,7 +66,7 @@ from decision_bench.evaluation.kl import (
     NLLResult,
     NonFiniteEstimateError,
     Sampler,
-    _split_sampler,
+    split_sampler,
     estimate_nll,
     model_set,
     resolve_method,
@@ -286,18 +287,21 @@ def evaluate_accuracy(
     resolved = resolve_method(sampler, method)
     if resolved == "partition":
         resolved = "monte_carlo"  # accuracy needs mean probabilities, not a partition
-    source, state = _split_sampler(sampler)
+    source, state = split_sampler(sampler)
     x, y = problem.test_data
     return float(
-        _accuracy_jit(source, state, jax.random.fold_in(key, ACCURACY_TAG), x, y, resolved, num_models)
+        _mean_prediction_accuracy(
+            source, state, jax.random.fold_in(key, ACCURACY_TAG), x, y, method=resolved, num_models=num_models
+        )
     )
 
 
-def _accuracy_core(source, state, key, x, y, method, num_models):
+# The source is a pytree (evaluation/kl.py's split_sampler): one compile per agent family and shape.
+@functools.partial(jax.jit, static_argnames=("method", "num_models"))
+def _mean_prediction_accuracy(
+    source: Any, state: Any, key: jax.Array, x: jax.Array, y: jax.Array, *, method: str, num_models: int
+) -> jax.Array:
+    """[] f32: share of x [n, d] whose mean prediction's argmax is y [n]."""
     models, _ = model_set(source, state, method, num_models, x.shape[-1])
     probs = jnp.mean(jax.nn.softmax(models(key, x), axis=-1), axis=0)  # [n, C]
     return jnp.mean(jnp.argmax(probs, axis=-1) == y)
-
-
-# The source is a pytree (evaluation/kl.py's _split_sampler): one compile per agent family and shape.
-_accuracy_jit = jax.jit(_accuracy_core, static_argnums=(5, 6))

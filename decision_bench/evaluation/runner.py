@@ -5,8 +5,8 @@ environments are sampled with ``jax.vmap(sample_environment)``, agents fitted
 with ``jax.vmap(fit)`` and evaluated with a vmapped ``tau_sample_log_likelihoods`` on
 every test design (tau, kappa) of the sweep, plus accuracy and ECE. An agent is
 fitted once per (setting, seed) and that fit is scored on all designs (the
-agent cannot see tau). Compilation is done ahead of time (``lower().compile()``)
-so compile seconds are measured apart from run seconds.
+agent cannot see tau). Compile seconds are read from JAX's compilation events
+(``_src.compile_clock``), apart from run seconds.
 
 Keys (decision_bench._src.keys). Seed s of setting (d, T, beta) has the problem
 key ``pk = problem_key(s, d, T, beta)``: its environment and training data are
@@ -14,7 +14,7 @@ key ``pk = problem_key(s, d, T, beta)``: its environment and training data are
 seed=s)``, so every setting has its own environments, as in the reference; the
 fit key is ``fold_in(pk, FIT_TAG)``; design i is scored by ``estimate_kl``'s
 core with ``fold_in(fold_in(fold_in(pk, EVAL_TAG), DESIGN_TAG), i)``, so a row
-can be reproduced one problem at a time (tests/test_evaluation_runner.py).
+can be reproduced one problem at a time (tests/evaluation/test_evaluation_runner.py).
 
 Rows: one per (agent, setting, tau, kappa, seed); a setting is (prior,
 activation, hidden_sizes, input_dim, num_train, temperature). For prior "mlp",
@@ -29,6 +29,7 @@ that a column's sum is the total time spent.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -39,6 +40,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from decision_bench._src.compile_clock import compile_clock
 from decision_bench._src.keys import (
     CLASSIFICATION_KEY_TAG,
     DESIGN_TAG,
@@ -156,38 +158,17 @@ def _seed_list(seeds: int | Iterable[int] | None, sweep: Sweep) -> tuple[int, ..
     return values
 
 
-class _CompileClock:
-    """Seconds XLA spent compiling, summed from JAX's monitoring events.
-
-    The runner calls ordinary jitted functions (so JAX's own cache, keyed on the
-    agent's functions and the shapes, decides what compiles) and reads how much
-    of a call's wall time was compilation from here.
-    """
-
-    EVENT = "/jax/core/compile/backend_compile_duration"
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self.count = 0
-        jax.monitoring.register_event_duration_secs_listener(self._listen)
-
-    def _listen(self, event: str, duration: float, **kwargs: Any) -> None:
-        if event == self.EVENT:
-            self.seconds += duration
-            self.count += 1
-
-
-_COMPILE_CLOCK = _CompileClock()
-
-
 def _timed(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, float, float]:
-    """(result, seconds computing, seconds compiling) of a jitted call."""
-    compiled_before = _COMPILE_CLOCK.seconds
-    start = time.perf_counter()
-    out = jax.block_until_ready(fn(*args, **kwargs))
-    wall = time.perf_counter() - start
-    compiling = _COMPILE_CLOCK.seconds - compiled_before
-    return out, max(wall - compiling, 0.0), compiling
+    """(result, seconds computing, seconds compiling) of a jitted call.
+
+    The runner calls ordinary jitted functions, so JAX's own cache (keyed on the
+    agent's functions and the shapes) decides what compiles; the clock says how
+    much of the call's wall time was compilation."""
+    with compile_clock() as clock:
+        start = time.perf_counter()
+        out = jax.block_until_ready(fn(*args, **kwargs))
+        wall = time.perf_counter() - start
+    return out, max(wall - clock.seconds, 0.0), clock.seconds
 
 
 @functools.partial(jax.jit, static_argnames=("num_rows",))
@@ -260,9 +241,7 @@ def _run_group(
     method: str,
     overrides: Mapping[str, Any],
     max_rows: int,
-    reference: str | None = None,
-    reference_overrides: Mapping[str, Any] | None = None,
-    reference_fits: ReferenceFits | None = None,
+    reference: Reference | None,
 ) -> list[dict[str, Any]]:
     """Fits one agent on one setting for all seeds (vmapped) and evaluates every design
     (and its fidelity to ``reference``'s fit on the same problems, when given)."""
@@ -346,8 +325,8 @@ def _run_group(
             )
     if reference is not None:
         _add_fidelity(
-            reference_fits, rows, agent, states, reference, dict(reference_overrides or {}), setting, prior, spec,
-            seeds, env_keys, eval_keys, configs,
+            reference, rows, agent, states, setting, prior, spec,
+            seeds=seeds, env_keys=env_keys, eval_keys=eval_keys, configs=configs,
         )
     return rows
 
@@ -393,6 +372,48 @@ class ReferenceFits:
         if len(self.fits) >= self.limit:
             self.fits.pop(next(iter(self.fits)))
         self.fits[key] = value
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """The agent whose posterior every testbed agent is scored against.
+
+    name: a registry name (e.g. "hmc"); overrides: {hyperparameter: value} of
+    it (its model fields default to each setting's generative model, see
+    ``reference_agent``); fits: where its fits are kept for reuse, so calls
+    given the same Reference share a setting's fit (the default: a new store).
+    """
+
+    name: str
+    overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    fits: ReferenceFits = dataclasses.field(default_factory=ReferenceFits, compare=False, repr=False)
+
+    def check(self) -> None:
+        """ValueError (one line) unless name is a registered agent that can take
+        the testbed's inputs and overrides names its hyperparameters."""
+        check_choice("reference", self.name, names())
+        check_inputs_fit(self.name, "the testbed", one_hot=False)
+        agent_registry.config(self.name, **dict(self.overrides))  # unknown names fail here
+
+
+def _as_reference(
+    reference: str | Reference | None,
+    overrides: Mapping[str, Any] | None,
+    fits: ReferenceFits | None,
+) -> Reference | None:
+    """run_testbed's reference arguments as one checked Reference (or None)."""
+    if isinstance(reference, Reference):
+        if overrides or fits is not None:
+            raise ValueError("reference_overrides and reference_fits go into the Reference, not beside it")
+        chosen = reference
+    elif reference is not None:
+        chosen = Reference(reference, dict(overrides or {}), ReferenceFits() if fits is None else fits)
+    elif overrides:
+        raise ValueError("reference_overrides needs a reference (e.g. reference='hmc')")
+    else:
+        return None
+    chosen.check()
+    return chosen
 
 
 def _reference_fit(
@@ -452,15 +473,14 @@ def _fidelity_seeds(
 
 
 def _add_fidelity(
-    reference_fits: ReferenceFits,
+    reference: Reference,
     rows: list[dict[str, Any]],
     agent: Agent,
     states: Any,
-    reference: str,
-    reference_overrides: Mapping[str, Any],
     setting: TestbedSetting,
     prior: Any,
     spec: ProblemSpec,
+    *,
     seeds: tuple[int, ...],
     env_keys: jax.Array,
     eval_keys: jax.Array,
@@ -475,7 +495,7 @@ def _add_fidelity(
     compilation included, amortised over the rows.
     """
     ref_agent, ref_states, converged, fit_seconds = _reference_fit(
-        reference_fits, reference, reference_overrides, setting, prior, spec, seeds, env_keys
+        reference.fits, reference.name, reference.overrides, setting, prior, spec, seeds, env_keys
     )
     resolved = resolve_method(FittedAgent(agent, None), configs[0].method)
     ref_method = resolve_method(FittedAgent(ref_agent, None), "auto")
@@ -507,7 +527,7 @@ def _add_fidelity(
             joint = summarize_fidelity(jax.tree.map(lambda a: a[s], per_config[d + 1]))
             rows[d * len(seeds) + s].update(
                 {
-                    "reference": reference,
+                    "reference": reference.name,
                     "agreement": marginal["agreement"],
                     "tv": marginal["tv"],
                     "tv_joint": joint["tv_joint"],
@@ -531,7 +551,7 @@ def run_testbed(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: bool = True,
-    reference: str | None = None,
+    reference: str | Reference | None = None,
     reference_overrides: Mapping[str, Any] | None = None,
     reference_fits: ReferenceFits | None = None,
 ) -> pd.DataFrame:
@@ -543,13 +563,12 @@ def run_testbed(
     (seeds 0..n-1) or distinct seeds; num_test, num_models, method: as in
     ``estimate_kl``; overrides: {agent name: {hyperparameter: value}};
     max_rows: the evaluation memory bound, shared by the vmapped seeds;
-    reference: None, or a registry name (e.g. "hmc") whose agent is fitted on
+    reference: None, a ``Reference``, or a registry name (e.g. "hmc") whose agent is fitted on
     the same environments and data (the same problem keys, its own fit key
     ``fold_in(pk, REFERENCE_FIT_TAG)``) and against which every agent's
     posterior fidelity is scored (evaluation/fidelity.py): then the rows also
-    have FIDELITY_COLUMNS; reference_overrides: {hyperparameter: value} of the
-    reference (its model fields default to the setting's generative model);
-    reference_fits: where reference fits are kept for reuse (None: a new
+    have FIDELITY_COLUMNS; reference_overrides, reference_fits: with a name,
+    the ``Reference``'s overrides and fits (None: none, and a new
     ``ReferenceFits`` for this call).
     Programs are compiled once per agent family and shape, prior shape and T,
     and reused across calls in the process (JAX's jit cache).
@@ -568,13 +587,7 @@ def run_testbed(
     max_rows = check_int("max_rows", max_rows, 1)
     check_choice("method", method, METHODS)
     overrides = dict(overrides or {})
-    if reference is not None:
-        check_choice("reference", reference, names())
-        check_inputs_fit(reference, "the testbed", one_hot=False)
-        agent_registry.config(reference, **dict(reference_overrides or {}))  # unknown names fail here
-    elif reference_overrides:
-        raise ValueError("reference_overrides needs a reference (e.g. reference='hmc')")
-    reference_fits = ReferenceFits() if reference_fits is None else reference_fits
+    reference = _as_reference(reference, reference_overrides, reference_fits)
     unknown = sorted(set(overrides) - set(agents))
     if unknown:
         raise ValueError(f"overrides name agents that are not run: {unknown}; agents are {list(agents)}")
@@ -601,8 +614,6 @@ def run_testbed(
                 overrides.get(agent_name, {}),
                 max_rows,
                 reference,
-                reference_overrides,
-                reference_fits,
             )
         )
     columns = list(COLUMNS) + (list(FIDELITY_COLUMNS) if reference is not None else [])

@@ -20,6 +20,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from decision_bench._src.fingerprints import config_text, text_fingerprint
+
 _SLUG_MAX = 80
 _HASH_CHARS = 12
 
@@ -175,14 +177,16 @@ def agent_fingerprint(cell: Cell) -> str | None:
         if cell.agent not in registry.names():
             return None
         try:
-            parts = [repr(registry.config(cell.agent, **dict(cell.agent_config)))]
+            # The testbed's decay mode for every kind of cell: the mode these
+            # fingerprints have always been computed with, so stored cells stay valid.
+            parts = [config_text(registry.config(cell.agent, **dict(cell.agent_config)), "testbed")]
             problem = dict(cell.problem)
             if isinstance(problem.get("reference"), str):
                 options = dict(problem.get("reference_options") or ())
-                parts.append(repr(registry.config(problem["reference"], **options)))
+                parts.append(config_text(registry.config(problem["reference"], **options), "testbed"))
         except (TypeError, ValueError):
             return None  # overrides this version refuses: the run itself will say so
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:_HASH_CHARS]
+    return text_fingerprint(*parts)
 
 
 def _jsonable(value: Any) -> Any:

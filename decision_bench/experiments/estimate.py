@@ -196,14 +196,6 @@ def _steps(config: Any, num_train: int, input_dim: int) -> float:
     return steps
 
 
-def _designs(problem: dict) -> int:
-    if "designs" in problem:
-        return len(problem["designs"])
-    from decision_bench.experiments.presets import testbed_sweep  # noqa: PLC0415 - presets import cells too
-
-    return len(testbed_sweep(problem["sweep"]).designs)
-
-
 def estimate_cells(cells: Sequence[Cell], parallel: int = 1, table: dict | None = None) -> Estimate:
     """The cost of computing ``cells`` (testbed, realdata and bandit cells as the
     commands build them) with ``parallel`` cores kept busy."""
@@ -228,7 +220,7 @@ def estimate_cells(cells: Sequence[Cell], parallel: int = 1, table: dict | None 
         else:
             testbed_cells += 1
             problems += seeds
-            compute += costs.testbed_seed(cell.agent, overrides, problem, _designs(problem)) * seeds
+            compute += costs.testbed_seed(cell.agent, overrides, problem, len(problem["designs"])) * seeds
             family = (problem.get("activation"), str(problem.get("hidden_sizes")), problem.get("dataset"))
             key = ("testbed", cell.agent, family, bucket_size(int(problem.get("num_train") or 0)))
             if key not in compiled:

@@ -34,27 +34,14 @@ from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_names
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.bandit import run_bandit
-from decision_bench.evaluation import run_testbed
-from decision_bench.evaluation.sweeps import (
-    DEFAULT_ACTIVATION,
-    DEFAULT_HIDDEN_SIZES,
-    TestbedSetting,
-    hidden_sizes_label,
-)
+from decision_bench.evaluation.sweeps import DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES, hidden_sizes_label
 from decision_bench.experiments.agent_files import AgentFile, current_make_agent, file_fingerprint, read_agent_files
 from decision_bench.experiments.agent_files import load_agent_file  # noqa: F401 - its home before agent_files.py
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.presets import PRESET_NAMES, Preset, _items, get_preset, testbed_sweep
 from decision_bench.experiments.store import ResultsStore, concat_tables
-
-
-def _family(setting: TestbedSetting) -> dict[str, Any]:
-    """The generative family's entries of a testbed cell; none for the default family, so
-    cells stored before families existed keep their ids and resume."""
-    if setting.is_default_family:
-        return {}
-    return {"activation": setting.activation, "hidden_sizes": hidden_sizes_label(setting.hidden_sizes)}
+from decision_bench.experiments.testbed_cell import compute_testbed_cell, sweep_cells
 
 
 def build_cells(preset: Preset, agents: tuple[str, ...], agent_files: dict[str, str] | None = None):
@@ -68,28 +55,14 @@ def build_cells(preset: Preset, agents: tuple[str, ...], agent_files: dict[str, 
     cells = []
     seeds = tuple(range(preset.testbed_seeds))
     for sweep_name in preset.testbed_sweeps:
-        sweep = testbed_sweep(sweep_name)
-        for agent in agents:
-            for setting in sweep.settings:
-                cells.append(
-                    Cell(
-                        "testbed",
-                        agent,
-                        preset.overrides("testbed", agent),
-                        {
-                            "sweep": sweep_name,
-                            "prior": setting.prior,
-                            "input_dim": setting.input_dim,
-                            "num_train": setting.num_train,
-                            "temperature": setting.temperature,
-                            "num_test": preset.num_test,
-                            "num_models": preset.num_models,
-                            **_family(setting),
-                        },
-                        seeds,
-                        agent_file_sha256=digests.get(agent),
-                    )
-                )
+        cells.extend(sweep_cells(
+            agents, testbed_sweep(sweep_name), seeds,
+            num_test=preset.num_test,
+            num_models=preset.num_models,
+            agent_configs={agent: preset.overrides("testbed", agent) for agent in agents},
+            agent_files=digests,
+            sweep_name=sweep_name,
+        ))
     # One cell per (agent, bandit setting); agents outermost, as before settings were plural.
     for agent in agents:
         for setting in preset.bandit_settings:
@@ -204,34 +177,7 @@ class CellRunner:
         return self._bandit(cell)
 
     def _testbed(self, cell) -> pd.DataFrame:
-
-        problem = dict(cell.problem)
-        design_sweep = testbed_sweep(problem["sweep"])
-        setting = TestbedSetting(
-            input_dim=problem["input_dim"],
-            num_train=problem["num_train"],
-            temperature=problem["temperature"],
-            prior=problem["prior"],
-            activation=problem.get("activation", DEFAULT_ACTIVATION),
-            hidden_sizes=tuple(
-                int(w) for w in problem.get("hidden_sizes", hidden_sizes_label(DEFAULT_HIDDEN_SIZES)).split("-")
-            ),
-        )
-        sweep = dataclasses.replace(design_sweep, settings=(setting,))
-        custom = self._custom(cell)
-        agent = {cell.agent: custom} if custom is not None else cell.agent
-        overrides = {cell.agent: dict(cell.agent_config)} if cell.agent_config else None
-        frame = run_testbed(
-            agent,
-            sweep,
-            list(cell.seeds),
-            num_test=problem["num_test"],
-            num_models=problem["num_models"],
-            overrides=overrides,
-            progress=False,
-        )
-        frame["sweep"] = problem["sweep"]
-        return frame
+        return compute_testbed_cell(cell, agent_files=self.custom_agents)
 
     def _bandit(self, cell) -> pd.DataFrame:
 

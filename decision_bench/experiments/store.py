@@ -14,7 +14,7 @@ naming the cause and recomputed the same way, never reused silently.
 
 File format (``<cell_id>.json``)::
 
-    {"format": "decision_bench.cell/1", "cell_id": ..., "cell": {...},
+    {"format": "decision_bench.cell/2", "cell_id": ..., "cell": {...},
      "versions": {"decision-bench": ..., "jax": ..., ..., "backend": ...}, "created": ISO-8601,
      "agent_fingerprint": short hash or null, "num_rows": n, "sha256": hex digest of the canonical JSON of "table",
      "table": {"columns": [...], "dtypes": [...], "data": [[column values], ...]}}
@@ -23,6 +23,11 @@ The table is stored column by column with Python's own float repr (JSON via
 ``json.dumps``), so floats round-trip exactly; NaN and infinities are written as
 the ``NaN``/``Infinity`` literals Python's json module reads back. No pyarrow is
 needed.
+
+Files of the first format (``decision_bench.cell/1``, decision-bench 0.2.0) are
+read too. The cells whose encoding has changed since (``migrate_cell``) are
+renamed to their new ids the first time a store misses a cell, so a run stored by
+0.2.0 resumes without recomputing them.
 """
 
 from __future__ import annotations
@@ -43,7 +48,46 @@ from decision_bench._src.files import atomic_write_text
 from decision_bench._src.versions import environment_info, stale_versions
 from decision_bench.experiments.cells import Cell, agent_fingerprint
 
-FORMAT = "decision_bench.cell/1"
+FORMAT = "decision_bench.cell/2"
+FIRST_FORMAT = "decision_bench.cell/1"
+
+
+def migrate_cell(cell: Cell, file_format: str) -> Cell:
+    """The cell a file of ``file_format`` holds, as this format encodes it.
+
+    In the first format, ``reproduce`` wrote its testbed cells without designs and
+    method (its named sweep's and "auto"), without the default family, and with
+    hidden sizes as "50-50": they get the one testbed encoding
+    (``experiments.testbed_cell``). Every other cell is unchanged.
+    """
+    problem = dict(cell.problem)
+    if file_format == FORMAT or cell.kind != "testbed" or "designs" in problem:
+        return cell
+    # Imported here: the testbed cell needs the evaluation layer (and JAX), the store does not.
+    from decision_bench.evaluation.sweeps import DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES, TestbedSetting
+    from decision_bench.experiments.presets import testbed_sweep
+    from decision_bench.experiments.testbed_cell import TestbedCell
+
+    hidden = problem.get("hidden_sizes")
+    setting = TestbedSetting(
+        input_dim=problem["input_dim"],
+        num_train=problem["num_train"],
+        temperature=problem["temperature"],
+        prior=problem["prior"],
+        activation=problem.get("activation", DEFAULT_ACTIVATION),
+        hidden_sizes=DEFAULT_HIDDEN_SIZES if hidden is None else tuple(int(w) for w in hidden.split("-")),
+    )
+    return TestbedCell(
+        agent=cell.agent,
+        setting=setting,
+        designs=tuple(testbed_sweep(problem["sweep"]).designs),
+        seeds=cell.seeds,
+        num_test=problem["num_test"],
+        num_models=problem["num_models"],
+        agent_config=cell.agent_config,
+        sweep=problem["sweep"],
+        agent_file_sha256=cell.agent_file_sha256,
+    ).to_cell()
 
 
 class CorruptCellFile(Exception):
@@ -102,6 +146,7 @@ class ResultsStore:
 
     def __init__(self, directory: str | os.PathLike):
         self.directory = Path(directory)
+        self._migrated = False
 
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.directory)!r})"
@@ -150,7 +195,7 @@ class ResultsStore:
             payload = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
             raise CorruptCellFile(f"cannot parse ({err})") from None
-        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        if not isinstance(payload, dict) or payload.get("format") not in (FORMAT, FIRST_FORMAT):
             raise CorruptCellFile(f"not a {FORMAT} file")
         try:
             cell = Cell.from_dict(payload["cell"])
@@ -203,9 +248,36 @@ class ResultsStore:
             )
             return None
 
+    def migrate(self) -> None:
+        """Renames every first-format file whose cell has another id now (``migrate_cell``)
+        to that id, in this format; its rows, checksum, versions and fingerprint are kept.
+        Unreadable files are left for ``read`` to report."""
+        if not self.directory.is_dir():
+            return
+        for path in sorted(self.directory.glob("*.json")):
+            if path.name.startswith("."):
+                continue
+            try:
+                with path.open("rb") as handle:
+                    if f'"format":"{FIRST_FORMAT}"'.encode() not in handle.read(64):
+                        continue  # json.dumps writes the format first: no need to parse the rows
+                payload = json.loads(path.read_text(encoding="utf-8"))
+                old = Cell.from_dict(payload["cell"])
+                new = migrate_cell(old, FIRST_FORMAT)
+            except (OSError, UnicodeDecodeError, KeyError, TypeError, ValueError):
+                continue
+            if new.id == old.id or path.name != f"{old.id}.json":
+                continue
+            payload.update({"format": FORMAT, "cell_id": new.id, "cell": new.to_dict()})
+            atomic_write_text(self.path(new), json.dumps(payload, separators=(",", ":")))
+            path.unlink(missing_ok=True)
+
     def read(self, cell: Cell) -> pd.DataFrame | None:
         """The cell's rows, or None if it has no valid file (a bad file is warned about)."""
         path = self.path(cell)
+        if not path.exists() and not self._migrated:
+            self._migrated = True  # once per store: the renamed files keep their new names
+            self.migrate()
         if not path.exists():
             return None
         result = self._read_or_warn(path)

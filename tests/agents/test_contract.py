@@ -277,7 +277,6 @@ def test_unknown_override_lists_the_hyperparameters():
         ("logistic", dict(l2=-0.5), "l2"),
         ("mlp", dict(learning_rate=0.0), "learning_rate"),
         ("ensemble", dict(learning_rate=-1e-3), "learning_rate"),
-        ("mlp", dict(regularization="adaptive"), "regularization"),
         ("ensemble+", dict(bootstrap="poisson"), "bootstrap"),
         ("mlp", dict(hidden_sizes=(50, 0)), "hidden_sizes"),
         ("prior", dict(activation="softplus"), "activation"),
@@ -289,9 +288,10 @@ def test_invalid_values_fail_at_construction(name, overrides, parameter):
 
 
 @pytest.mark.parametrize("name", agents.names())
-def test_every_config_has_the_regularization_mode(name):
-    assert agents.config(name).regularization == "testbed"
-    assert agents.config(name, regularization="sequential").regularization == "sequential"
+def test_the_decay_mode_is_the_problems_not_a_config_field(name):
+    assert "regularization" not in agents.hyperparameters(name)
+    with pytest.raises(ValueError, match="regularization must be one of"):
+        ProblemSpec(input_dim=2, regularization="adaptive")
 
 
 @pytest.mark.parametrize("name", registered())

@@ -73,8 +73,8 @@ def test_agent_weights_follow_the_formulas():
     ]
     for weight_fn, config, testbed, sequential in cases:
         assert float(weight_fn(spec, config, T)) == pytest.approx(testbed, rel=1e-6)
-        seq = dataclasses.replace(config, regularization="sequential")
-        assert float(weight_fn(spec, seq, t)) == pytest.approx(sequential, rel=1e-6)
+        sequential_spec = dataclasses.replace(spec, regularization="sequential")
+        assert float(weight_fn(sequential_spec, config, t)) == pytest.approx(sequential, rel=1e-6)
 
 
 # ---------------------------------------------------------------- specific agents
@@ -314,8 +314,8 @@ def test_released_code_bandit_weight_is_linear_in_beta():
     paper = decayed_weight(3.0, 50.0, input_dim=2, temperature=0.1, mode="sequential", num_members=4)
     assert float(linear) == pytest.approx(3.0 * 2 * 0.1 / (4 * 50))
     assert float(paper) == pytest.approx(3.0 * 2 * math.sqrt(0.1) / (4 * 50))
-    spec = ProblemSpec(input_dim=2, num_classes=2, temperature=0.1)
-    config = agents.config("epinet", regularization="sequential_linear_beta")
+    spec = ProblemSpec(input_dim=2, num_classes=2, temperature=0.1, regularization="sequential_linear_beta")
+    config = agents.config("epinet")
     from decision_bench.agents import epinet
 
     assert float(epinet.l2_weight(spec, config, jnp.float32(50.0))) == pytest.approx(

@@ -351,3 +351,23 @@ def test_bandit_command_writes_csv_and_figure(tmp_path):
     pd.testing.assert_frame_equal(_numbers(again), _numbers(df))
     bad = parser.parse_args(["bandit", "--agents", "nope", "--out", str(tmp_path), "--no-progress"])
     assert bad.func(bad) == 2
+
+
+def test_the_bandit_passes_only_declared_fields_and_says_which_defaults_it_replaces():
+    from decision_bench.bandit.loop import registered_overrides
+
+    assert registered_overrides("knn", 1e-3, None) == {}
+    assert registered_overrides("bbb", 1e-3, {"num_steps": 3}) == {"learning_rate": 1e-3, "num_steps": 3}
+    assert registered_overrides("bbb", 1e-3, {"learning_rate": 3e-3}) == {"learning_rate": 3e-3}
+    spec = bandit_spec(make_bandit("NeuralBandit-v0", **NEURAL), 100, "sequential")
+    assert spec.regularization == "sequential" and spec.num_train == 100
+
+
+def test_bandit_help_lists_the_learning_rates_it_replaces(capsys):
+    from decision_bench.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["bandit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "in place of the agent's own default (it replaces: sgmcmc 0.0001;" in text
+    assert "bbb 0.003;" in text

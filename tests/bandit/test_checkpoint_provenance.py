@@ -83,3 +83,44 @@ def test_unchanged_run_resumes_and_a_0_2_0_checkpoint_without_provenance_is_adop
         again = _run(tmp_path, calls)
     assert calls == []
     pd.testing.assert_frame_equal(_rows(first), _rows(again))
+
+
+def _rewrite_config(path, edit):
+    with np.load(path) as data:
+        arrays = {name: np.array(data[name]) for name in data.files}
+    config = json.loads(str(arrays["config"]))
+    edit(config)
+    arrays["config"] = np.asarray(json.dumps(config, sort_keys=True))
+    arrays.pop("sha256")
+    arrays["sha256"] = np.asarray(checkpoint_digest(arrays))
+    np.savez(path, **arrays)
+
+
+@pytest.mark.parametrize("mode", [None, "sequential"])
+def test_a_checkpoint_from_when_the_decay_mode_was_an_agent_keyword_resumes(tmp_path, mode):
+    """0.2.0 passed --regularization to the agent (in agent_kwargs) and recorded
+    neither the mode nor the resolved config; its fingerprint hashed the config
+    with the mode as a field. Such a checkpoint resumes with nothing recomputed."""
+    calls = []
+    given = {} if mode is None else {"regularization": mode}
+    first = _run(tmp_path, calls, **given)
+
+    def as_0_2_0(config):
+        assert config["regularization"] == (mode or "sequential_linear_beta")
+        assert "learning_rate=0.001" in config["agent_config"]
+        del config["regularization"], config["agent_config"]
+        if mode is not None:
+            config["agent_kwargs"] = {"regularization": repr(mode)}
+
+    _rewrite_config(tmp_path / STATE_FILE, as_0_2_0)
+    calls.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = _run(tmp_path, calls, **given)
+    assert calls == []
+    pd.testing.assert_frame_equal(_rows(first), _rows(again))
+    # A 0.2.0 run with the default mode is another run than one in the paper's mode.
+    _run(tmp_path / "other", calls)
+    _rewrite_config(tmp_path / "other" / STATE_FILE, lambda c: c.pop("regularization"))
+    with pytest.raises(ValueError, match=r"regularization: saved 'sequential_linear_beta', now 'sequential'"):
+        _run(tmp_path / "other", calls, regularization="sequential")

@@ -22,6 +22,7 @@ from decision_bench.evaluation.runner import COLUMNS
 from decision_bench.evaluation.sweeps import Sweep, custom_sweep
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.store import ResultsStore
+from decision_bench.experiments.testbed_cell import sweep_cells
 
 AGENTS = ("uniform", "logistic")
 GRID = ["--num-train", "3", "--temperature", "0.1", "--tau", "1", "--num-test", "20",
@@ -187,17 +188,17 @@ def test_other_arguments_are_refused_in_one_line_and_the_run_is_left_untouched(c
 def test_every_argument_that_changes_rows_changes_the_cell_ids(change):
     base = dict(agents=("uniform",), sweep=custom_sweep(2, 3, 0.1, taus=[1], num_seeds=1), seeds=(0,),
                 num_test=20, num_models=20, method="auto")
-    ids = {cell.id for cell in command.testbed_cells(**base)}
-    changed = {cell.id for cell in command.testbed_cells(**{**base, **change})}
+    ids = {cell.id for cell in sweep_cells(**base)}
+    changed = {cell.id for cell in sweep_cells(**{**base, **change})}
     assert ids and changed and not ids & changed
 
 
 def test_sweep_name_alone_does_not_change_the_cells():
     grid = custom_sweep(2, 3, 0.1, taus=[1], num_seeds=1)
     renamed = Sweep("other", grid.settings, grid.designs, grid.num_seeds)
-    args = (("uniform",), (0,), 20, 20, "auto")
-    one = command.testbed_cells(args[0], grid, *args[1:])
-    other = command.testbed_cells(args[0], renamed, *args[1:])
+    size = dict(num_test=20, num_models=20, method="auto")
+    one = sweep_cells(("uniform",), grid, (0,), **size)
+    other = sweep_cells(("uniform",), renamed, (0,), **size)
     assert [c.id for c in one] == [c.id for c in other]
 
 

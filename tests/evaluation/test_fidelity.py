@@ -18,6 +18,7 @@ from decision_bench.envs.testbed import make_testbed_problem
 from decision_bench.evaluation import FittedAgent, estimate_kl
 from decision_bench.evaluation.fidelity import (
     MAX_AUTO_ENUMERATED,
+    FidelityConfig,
     joint_fidelity_enumerated,
     joint_fidelity_sampled,
     kl_to_reference,
@@ -257,6 +258,29 @@ def test_errors_name_the_parameter():
     three = constant_members([[0.0, 0.0, 0.0]])
     with pytest.raises(ValueError, match=r"reference: .*expected \[num_members, n, num_classes\]"):
         posterior_fidelity(jax.random.key(0), fair, three, problem)
+
+
+def test_a_config_and_its_keywords_are_one_setting():
+    problem = make_testbed_problem(num_train=0, tau=2, seed=0)
+    fair, p9 = constant_members([[0.0, 0.0]]), constant_members([[0.0, 2.2]])
+    config = FidelityConfig(num_test=3, num_label_samples=50, label_method="sample")
+    given = posterior_fidelity(jax.random.key(4), p9, fair, problem, config)
+    as_keywords = posterior_fidelity(
+        jax.random.key(4), p9, fair, problem, num_test=3, num_label_samples=50, label_method="sample"
+    )
+    replaced = posterior_fidelity(jax.random.key(4), p9, fair, problem, FidelityConfig(num_test=9), num_test=3,
+                                  num_label_samples=50, label_method="sample")
+    assert given.label_method == "sample" and given.num_test == 3 and given.tau == 2
+    for other in (as_keywords, replaced):
+        np.testing.assert_array_equal(other.kl_per_sample, given.kl_per_sample)
+    kl = kl_to_reference(jax.random.key(4), p9, fair, problem, config)
+    np.testing.assert_array_equal(kl.per_sample, given.kl_per_sample)
+    with pytest.raises(ValueError, match=r"unknown fidelity settings \['num_tests'\]"):
+        posterior_fidelity(jax.random.key(0), fair, fair, problem, num_tests=3)
+    with pytest.raises(ValueError, match="config must be a FidelityConfig"):
+        kl_to_reference(jax.random.key(0), fair, fair, problem, {"num_test": 3})
+    with pytest.raises(ValueError, match=r"kappa is the problem's test design \(kappa=None\), got 2"):
+        posterior_fidelity(jax.random.key(0), fair, fair, problem, FidelityConfig(kappa=2))
 
 
 def test_second_identical_call_does_not_recompile():

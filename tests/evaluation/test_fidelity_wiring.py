@@ -17,12 +17,12 @@ from decision_bench.analysis.fidelity import (
     hmc_floor,
     rank_correlations,
 )
-from decision_bench.cli import testbed as command
 from decision_bench.envs.testbed import make_testbed_problem
-from decision_bench.evaluation import custom_sweep, run_testbed
+from decision_bench.evaluation import Reference, custom_sweep, run_testbed
 from decision_bench.evaluation import runner
 from decision_bench.evaluation.runner import COLUMNS, FIDELITY_COLUMNS
 from decision_bench.evaluation.sweeps import Sweep, TestbedSetting
+from decision_bench.experiments.testbed_cell import sweep_cells
 
 CHEAP = ("uniform", "logistic")
 GRID = ["--num-train", "10", "--temperature", "0.1", "--tau", "1,10", "--num-test", "12",
@@ -65,10 +65,11 @@ def test_reference_adds_the_fidelity_columns_with_valid_values(cheap_run):
 
 def test_reference_is_part_of_the_cell_id_and_absent_reference_keeps_old_ids():
     sweep = custom_sweep([2], [10], [0.1])
-    plain = command.testbed_cells(["mlp"], sweep, (0,), 10, 10, "auto")
-    again = command.testbed_cells(["mlp"], sweep, (0,), 10, 10, "auto", None, None)
-    with_ref = command.testbed_cells(["mlp"], sweep, (0,), 10, 10, "auto", "hmc", {})
-    tiny = command.testbed_cells(["mlp"], sweep, (0,), 10, 10, "auto", "hmc", {"num_chains": 2})
+    size = dict(num_test=10, num_models=10)
+    plain = sweep_cells(["mlp"], sweep, (0,), **size)
+    again = sweep_cells(["mlp"], sweep, (0,), **size, reference=None, reference_options=None)
+    with_ref = sweep_cells(["mlp"], sweep, (0,), **size, reference="hmc", reference_options={})
+    tiny = sweep_cells(["mlp"], sweep, (0,), **size, reference="hmc", reference_options={"num_chains": 2})
     assert plain[0].id == again[0].id
     assert len({plain[0].id, with_ref[0].id, tiny[0].id}) == 3
     assert "reference" not in dict(plain[0].problem)
@@ -100,6 +101,10 @@ def test_run_testbed_reference_errors():
         run_testbed(["uniform"], sweep, 1, reference_overrides={"num_chains": 2}, progress=False)
     with pytest.raises(ValueError, match=r"unknown hyperparameter\(s\) \['chains'\] for agent 'hmc'"):
         run_testbed(["uniform"], sweep, 1, reference="hmc", reference_overrides={"chains": 2}, progress=False)
+    with pytest.raises(ValueError, match="reference_overrides and reference_fits go into the Reference"):
+        run_testbed(["uniform"], sweep, 1, reference=Reference("hmc"), reference_overrides={"num_chains": 2})
+    with pytest.raises(ValueError, match=r"unknown hyperparameter\(s\) \['chains'\] for agent 'hmc'"):
+        run_testbed(["uniform"], sweep, 1, reference=Reference("hmc", {"chains": 2}), progress=False)
     coins = Sweep("coins", (TestbedSetting(2, 10, 0.1, prior="coins"),), sweep.designs, num_seeds=1)
     with pytest.raises(ValueError, match=r"reference 'hmc' cannot model the setting \(prior='coins'"):
         run_testbed(["uniform"], coins, 1, reference="hmc", num_test=4, num_models=2, progress=False)

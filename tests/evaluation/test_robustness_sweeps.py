@@ -26,7 +26,9 @@ from decision_bench.evaluation.sweeps import (
     robustness_quick,
 )
 from decision_bench.priors import ACTIVATIONS
+from decision_bench.experiments import testbed_cell
 from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.testbed_cell import sweep_cells
 
 ALL_DESIGNS = (TestDesign(1), TestDesign(10), TestDesign(10, 2))
 SLICE = {(t, beta) for t in (10, 100, 1000) for beta in (0.01, 0.1, 0.5)}
@@ -178,11 +180,11 @@ def test_default_family_rows_do_not_depend_on_spelling_out_the_defaults(two_fami
 
 def test_command_cells_keep_families_apart(monkeypatch):
     sweep = get_sweep("robustness_quick")
-    cells = command.testbed_cells(["mlp"], sweep, (0, 1, 2), 20, 5, "auto")
+    cells = sweep_cells(["mlp"], sweep, (0, 1, 2), num_test=20, num_models=5)
     assert len({c.id for c in cells}) == len(cells) == len(sweep.settings)
     base = Sweep("s", (TestbedSetting(2, 10, 0.1),), ALL_DESIGNS, 1)
     ids = {
-        command.testbed_cells(["mlp"], Sweep("s", (setting,), ALL_DESIGNS, 1), (0,), 20, 5, "auto")[0].id
+        sweep_cells(["mlp"], Sweep("s", (setting,), ALL_DESIGNS, 1), (0,), num_test=20, num_models=5)[0].id
         for setting in (
             base.settings[0],
             TestbedSetting(2, 10, 0.1, activation="tanh"),
@@ -194,9 +196,9 @@ def test_command_cells_keep_families_apart(monkeypatch):
     assert len(ids) == 5
     # A cell read back from its JSON form computes its own family.
     seen = []
-    monkeypatch.setattr(command, "run_testbed", lambda agent, sweep, *a, **k: seen.append(sweep))
+    monkeypatch.setattr(testbed_cell, "run_testbed", lambda agent, sweep, *a, **k: seen.append(sweep))
     for cell in cells:
-        command.compute_testbed_cell(Cell.from_dict(cell.to_dict()))
+        testbed_cell.compute_testbed_cell(Cell.from_dict(cell.to_dict()))
     assert [s.settings[0] for s in seen] == list(sweep.settings)
     assert all(s.designs == sweep.designs for s in seen)
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from decision_bench.cli.testbed import compute_testbed_cell
+from decision_bench.experiments.testbed_cell import compute_testbed_cell
 from decision_bench.experiments.baselines import load_baselines, stale_reasons, stored_names
 
 STORED = stored_names()

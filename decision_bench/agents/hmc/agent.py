@@ -50,7 +50,6 @@ from decision_bench.agents.hmc.sampler import (
     require_blackjax,
     run_chains,
 )
-from decision_bench.agents.regularization import REGULARIZATION_MODES
 from decision_bench.envs.testbed import Dataset
 from decision_bench.priors import ACTIVATIONS
 from decision_bench.specs import ProblemSpec
@@ -85,13 +84,11 @@ class HMCConfig:
     step_size_jitter: float = 0.5  # sampling step sizes uniform in the adapted one * (1 -/+ 0.5)
     num_probes: int = 8  # inputs whose predictive log-odds the diagnostics monitor
     batch_size: int = 100  # unused (fit hands hmc the whole data set); accepted so stored configs load
-    regularization: str = "testbed"  # unused (exact Bayes needs no decay); a uniform interface
 
     def __post_init__(self):
         check_choice("prior", self.prior, PRIOR_FAMILIES)
         check_choice("algorithm", self.algorithm, ALGORITHMS)
         check_choice("activation", self.activation, ACTIVATIONS)
-        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
         common.validate_fields(
             self,
             {
