@@ -38,16 +38,15 @@ slightly negative when the fit is near-perfect, so it is clamped at 0 (b_n >= pr
 from __future__ import annotations
 
 import dataclasses
-import functools
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from decision_bench._src.validation import check_choice, check_positive
+from decision_bench._src.validation import check_positive
+from decision_bench.agents._src.checks import check_config
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import as_hyper, bind
-from decision_bench.agents.regularization import REGULARIZATION_MODES
+from decision_bench.agents.core import cached_functions, hyper_class, make_agent, traced
 from decision_bench.specs import ProblemSpec
 
 
@@ -59,15 +58,16 @@ class LinearGaussianConfig:
     with the same overrides; an exact posterior has nothing to regularise.
     """
 
-    prior_a: float = 6.0
-    prior_b: float = 6.0
-    prior_precision: float = 0.25
+    prior_a: float = traced(6.0)
+    prior_b: float = traced(6.0)
+    prior_precision: float = traced(0.25)
     regularization: str = "testbed"
 
+    # The problem's temperature is bound like every family's, but never read.
+    unused_traced: ClassVar[tuple[str, ...]] = ("temperature",)
+
     def __post_init__(self):
-        for name in ("prior_a", "prior_b", "prior_precision"):
-            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
-        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
+        check_config(self, prior_a=check_positive, prior_b=check_positive, prior_precision=check_positive)
 
 
 class LinearGaussianState(NamedTuple):
@@ -77,15 +77,10 @@ class LinearGaussianState(NamedTuple):
     count: jax.Array  # [] f32: n, observations so far
 
 
-class LinearGaussianHyper(NamedTuple):
-    """The prior, [] f32 leaves (see agents/core.py)."""
-
-    prior_a: jax.Array
-    prior_b: jax.Array
-    prior_precision: jax.Array
+LinearGaussianHyper = hyper_class(LinearGaussianConfig)
 
 
-def posterior(hyper: LinearGaussianHyper, state: LinearGaussianState):
+def posterior(hyper: Any, state: LinearGaussianState):
     """(mean mu_n [D], Cholesky factor L of Lambda_n [D, D] (lower), a_n [], b_n [])."""
     dim = state.feature_reward.shape[0]
     precision = state.gram + hyper.prior_precision * jnp.eye(dim, dtype=jnp.float32)
@@ -95,11 +90,11 @@ def posterior(hyper: LinearGaussianHyper, state: LinearGaussianState):
     return mean, chol, hyper.prior_a + state.count / 2.0, hyper.prior_b + residual / 2.0
 
 
-@functools.lru_cache(maxsize=None)
-def _functions(input_dim: int):
+@cached_functions
+def _functions(*, input_dim: int, num_classes: int):
     """The agent's functions for one feature size (the same objects each time)."""
 
-    def init(hyper: LinearGaussianHyper, key: jax.Array) -> LinearGaussianState:
+    def init(hyper: Any, key: jax.Array) -> LinearGaussianState:
         del hyper, key  # the prior is deterministic; the shapes are fixed by input_dim
         return LinearGaussianState(
             gram=jnp.zeros((input_dim, input_dim), jnp.float32),
@@ -109,7 +104,7 @@ def _functions(input_dim: int):
         )
 
     def update(
-        hyper: LinearGaussianHyper, key: jax.Array, state: LinearGaussianState, batch: Batch
+        hyper: Any, key: jax.Array, state: LinearGaussianState, batch: Batch
     ) -> LinearGaussianState:
         """Adds every example of the batch: x [B, D], y [B] real rewards."""
         del hyper, key
@@ -123,7 +118,7 @@ def _functions(input_dim: int):
         )
 
     def sample_logits(
-        hyper: LinearGaussianHyper, key: jax.Array, state: LinearGaussianState, x: jax.Array
+        hyper: Any, key: jax.Array, state: LinearGaussianState, x: jax.Array
     ) -> jax.Array:
         """One joint draw (sigma^2, w), read at x [n, D] -> [n, 2] = (0, x . w)."""
         k_variance, k_weights = jax.random.split(key)
@@ -140,18 +135,6 @@ def _functions(input_dim: int):
 
 def make_linear_gaussian(spec: ProblemSpec, config: LinearGaussianConfig) -> Agent:
     """The exact Gaussian-reward Thompson agent on ``spec.input_dim`` features."""
-    hyper = as_hyper(
-        LinearGaussianHyper,
-        prior_a=config.prior_a,
-        prior_b=config.prior_b,
-        prior_precision=config.prior_precision,
-    )
-    return bind(
-        hyper,
-        *_functions(spec.input_dim),
-        # None: the posterior is continuous, so there is no finite set of members.
-        None,
-        num_steps=1,
-        name="linear_gaussian",
-        update_mode="online",
-    )
+    # No member_logits: the posterior is continuous, so there is no finite set of
+    # members to enumerate (a greedy policy averages sampled draws instead).
+    return make_agent(_functions, spec, config, name="linear_gaussian", num_steps=1, update_mode="online")
