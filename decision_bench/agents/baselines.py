@@ -25,18 +25,7 @@ from decision_bench._src.validation import check_choice
 from decision_bench.agents._src.checks import check_common
 from decision_bench.agents._src.losses import cross_entropy
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import (
-    TrainState,
-    cached_functions,
-    config_weight,
-    hyper_class,
-    init_optimizer,
-    l2_penalty,
-    make_agent,
-    penalty_weight,
-    sgd_update,
-    traced,
-)
+from decision_bench.agents import core
 from decision_bench.priors import ACTIVATIONS, MLPPrior
 from decision_bench.specs import ProblemSpec
 
@@ -70,12 +59,13 @@ class UniformConfig:
         check_common(self)
 
 
-UniformHyper = hyper_class(UniformConfig)
+UniformHyper = core.hyper_class(UniformConfig)
 
 
-@cached_functions
-def _uniform_functions(*, num_classes: int, input_dim: int):
+@core.cached_functions
+def _uniform_functions(*, num_classes: int, input_dim: int, regularization: str):
     """uniform's functions for one number of classes (the same objects each time)."""
+    del regularization  # a field of every config; nothing here is regularised
 
     def sample_logits(hyper: Any, key: jax.Array, state: StepState, x: jax.Array) -> jax.Array:
         """[n, d] -> zeros [n, C]."""
@@ -89,7 +79,7 @@ def _uniform_functions(*, num_classes: int, input_dim: int):
 
 
 def make_uniform(spec: ProblemSpec, config: UniformConfig) -> Agent:
-    return make_agent(_uniform_functions, spec, config, name="uniform", num_steps=0)
+    return core.make_agent(_uniform_functions, spec, config, name="uniform", num_steps=0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,12 +95,15 @@ class PriorConfig:
         check_choice("activation", self.activation, ACTIVATIONS)
 
 
-PriorHyper = hyper_class(PriorConfig)  # temperature: the raw prior logits are divided by it
+PriorHyper = core.hyper_class(PriorConfig)  # temperature: the raw prior logits are divided by it
 
 
-@cached_functions
-def _prior_functions(*, input_dim: int, hidden_sizes: tuple[int, ...], activation: str, num_classes: int):
+@core.cached_functions
+def _prior_functions(
+    *, input_dim: int, hidden_sizes: tuple[int, ...], activation: str, num_classes: int, regularization: str
+):
     """The prior agent's functions for one architecture (the same objects each time)."""
+    del regularization  # a field of every config; nothing here is regularised
     # The generative model's architecture only: its temperature is data (hyper),
     # applied below to raw_logits exactly as MLPPrior.logits applies its own.
     prior = MLPPrior(input_dim, hidden_sizes, activation, num_classes)
@@ -124,23 +117,15 @@ def _prior_functions(*, input_dim: int, hidden_sizes: tuple[int, ...], activatio
 
 
 def make_prior_agent(spec: ProblemSpec, config: PriorConfig) -> Agent:
-    return make_agent(
-        _prior_functions,
-        spec,
-        config,
-        name="prior",
-        num_steps=0,
-        hidden_sizes=tuple(config.hidden_sizes),
-        activation=config.activation,
-    )
+    return core.make_agent(_prior_functions, spec, config, name="prior", num_steps=0)
 
 
 @dataclasses.dataclass(frozen=True)
 class LogisticConfig:
     """Logistic regression: L2 lambda = 1 with the mlp's decayed schedule, 1000 Adam steps."""
 
-    l2: float = traced(1.0)  # weight = l2 * d * sqrt(beta) / T in testbed mode
-    learning_rate: float = traced(1e-3)
+    l2: float = core.traced(1.0)  # weight = l2 * d * sqrt(beta) / T in testbed mode
+    learning_rate: float = core.traced(1e-3)
     num_steps: int = 1000
     regularization: str = "testbed"
 
@@ -148,46 +133,44 @@ class LogisticConfig:
         check_common(self)
 
 
-LogisticState = TrainState  # params: flax Dense params, kernel [d, C], bias [C]
-LogisticHyper = hyper_class(LogisticConfig)
+LogisticState = core.TrainState  # params: flax Dense params, kernel [d, C], bias [C]
+LogisticHyper = core.hyper_class(LogisticConfig)
 
 
 def l2_weight(spec: ProblemSpec, config: LogisticConfig, num_seen: jax.Array) -> jax.Array:
     """Same schedule as mlp: l2 * d sqrt(beta) / T or l2 * 2 sqrt(beta) / t. [] f32."""
-    return config_weight(penalty_weight, spec, config, num_seen)
+    return core.config_weight(core.penalty_weight, spec, config, num_seen)
 
 
-@cached_functions
+@core.cached_functions
 def _logistic_functions(*, input_dim: int, num_classes: int, regularization: str):
     """logistic's functions for one static setting (the same objects each time)."""
     # Zero init: the L2-regularised objective is strictly convex, so the start
     # only affects speed, and zeros make the first prediction uniform.
     net = nn.Dense(num_classes, kernel_init=nn.initializers.zeros)
 
-    def init(hyper: Any, key: jax.Array) -> TrainState:
+    def init(hyper: Any, key: jax.Array) -> core.TrainState:
         params = net.init(key, jnp.zeros((1, input_dim), jnp.float32))
-        return TrainState(params=params, opt_state=init_optimizer(hyper, params))
+        return core.TrainState(params=params, opt_state=core.init_optimizer(hyper, params))
 
-    def loss(params: Any, hyper: Any, state: TrainState, batch: Batch, key: jax.Array) -> jax.Array:
+    def loss(params: Any, hyper: Any, state: core.TrainState, batch: Batch, key: jax.Array) -> jax.Array:
         del state, key  # a deterministic loss of the params alone
         data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
-        return data_loss + l2_penalty(
+        return data_loss + core.l2_penalty(
             hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization
         )
 
-    def sample_logits(hyper: Any, key: jax.Array, state: TrainState, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: Any, key: jax.Array, state: core.TrainState, x: jax.Array) -> jax.Array:
         """[n, d] -> [n, C]; deterministic (key unused)."""
         del hyper, key
         return net.apply(state.params, x)
 
-    def member_logits(hyper: Any, state: TrainState, x: jax.Array) -> jax.Array:
+    def member_logits(hyper: Any, state: core.TrainState, x: jax.Array) -> jax.Array:
         del hyper
         return net.apply(state.params, x)[None]
 
-    return init, sgd_update(loss), sample_logits, member_logits
+    return init, core.sgd_update(loss), sample_logits, member_logits
 
 
 def make_logistic(spec: ProblemSpec, config: LogisticConfig) -> Agent:
-    return make_agent(
-        _logistic_functions, spec, config, name="logistic", regularization=config.regularization
-    )
+    return core.make_agent(_logistic_functions, spec, config, name="logistic")

@@ -53,16 +53,7 @@ from decision_bench.agents._src.checks import at_least, check_config, unit_inter
 from decision_bench.agents._src.losses import mean_cross_entropy
 from decision_bench.agents._src.networks import relu_mlp
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import (
-    cached_functions,
-    config_weight,
-    hyper_class,
-    init_optimizer,
-    make_agent,
-    penalty_weight,
-    sgd_update,
-    traced,
-)
+from decision_bench.agents import core
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -82,13 +73,13 @@ class BBBConfig:
     """bbb defaults (paper 000, App. C.4; testbed_facts.md)."""
 
     hidden_sizes: tuple[int, ...] = (50, 50)
-    learning_rate: float = traced(3e-3)  # Adam
+    learning_rate: float = core.traced(3e-3)  # Adam
     num_steps: int = 1000
-    sigma_1: float = traced(1.0)  # std of the first prior component
-    sigma_2: float = traced(0.75)  # std of the second prior component
-    mixture_weight: float = traced(1.0)  # pi: probability of the first component
+    sigma_1: float = core.traced(1.0)  # std of the first prior component
+    sigma_2: float = core.traced(0.75)  # std of the second prior component
+    mixture_weight: float = core.traced(1.0)  # pi: probability of the first component
     num_index_samples: int = 8  # weight draws averaged per gradient step
-    kl_scale: float = traced(1.0)  # base of the decayed KL weight
+    kl_scale: float = core.traced(1.0)  # base of the decayed KL weight
     kl_method: str = "auto"  # "auto" | "analytical" | "sample"
     regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
@@ -138,7 +129,7 @@ class BBBState(NamedTuple):
     opt_state: Any  # optax.adam state
 
 
-BBBHyper = hyper_class(BBBConfig)
+BBBHyper = core.hyper_class(BBBConfig)
 
 
 def prior_form(mixture_weight: float) -> str:
@@ -152,7 +143,7 @@ def prior_form(mixture_weight: float) -> str:
 
 def kl_weight(spec: ProblemSpec, config: BBBConfig, num_seen: jax.Array) -> jax.Array:
     """Weight of KL(q || p) in the per-example loss after num_seen observations. Returns []."""
-    return config_weight(penalty_weight, spec, config, num_seen, base="kl_scale")
+    return core.config_weight(core.penalty_weight, spec, config, num_seen, base="kl_scale")
 
 
 def _sigma(rho: jax.Array) -> jax.Array:
@@ -223,7 +214,7 @@ def sampled_kl(
     return sum(jax.tree.leaves(jax.tree.map(leaf, weights, params.mu, params.rho)))
 
 
-@cached_functions
+@core.cached_functions
 def _functions(
     *,
     hidden_sizes: tuple[int, ...],
@@ -231,11 +222,13 @@ def _functions(
     input_dim: int,
     regularization: str,
     num_index_samples: int,
+    kl_method: str,
     analytical: bool,
     form: str,
 ):
-    """bbb's functions for one static setting; the same objects for the same
-    setting, so every bbb agent of that shape shares its compiled programs."""
+    """bbb's functions for one static setting (analytical and form are what
+    kl_method and the mixture weight decide)."""
+    del kl_method
     sizes = (input_dim, *hidden_sizes, num_classes)
     init_rho = math.log(math.expm1(_INIT_SIGMA))  # softplus^{-1}(_INIT_SIGMA)
 
@@ -243,7 +236,7 @@ def _functions(
         mu = init_mlp_layers(key, sizes)
         rho = jax.tree.map(lambda m: jnp.full_like(m, init_rho), mu)
         params = BBBParams(mu=mu, rho=rho)
-        return BBBState(params=params, opt_state=init_optimizer(hyper, params))
+        return BBBState(params=params, opt_state=core.init_optimizer(hyper, params))
 
     def one_sample_loss(
         params: BBBParams, key: jax.Array, hyper: Any, batch: Batch, weight: jax.Array
@@ -260,7 +253,7 @@ def _functions(
     def loss(params: BBBParams, hyper: Any, state: BBBState, batch: Batch, key: jax.Array) -> jax.Array:
         """The key draws the num_index_samples weight samples."""
         del state
-        weight = penalty_weight(
+        weight = core.penalty_weight(
             hyper, batch.num_seen, input_dim=input_dim, mode=regularization, base="kl_scale"
         )
         keys = jax.random.split(key, num_index_samples)
@@ -274,19 +267,11 @@ def _functions(
         del hyper
         return relu_mlp(sample_weights(state.params, key), x)
 
-    return init, sgd_update(loss), sample_logits
+    return init, core.sgd_update(loss), sample_logits
 
 
 def make_bbb(spec: ProblemSpec, config: BBBConfig = BBBConfig()) -> Agent:
     """Bayes by Backprop agent for ``spec``. See the module docstring for the loss."""
-    return make_agent(
-        _functions,
-        spec,
-        config,
-        name="bbb",
-        hidden_sizes=tuple(config.hidden_sizes),
-        regularization=config.regularization,
-        num_index_samples=config.num_index_samples,
-        analytical=config.analytical_kl,
-        form=config.prior_form,
+    return core.make_agent(
+        _functions, spec, config, name="bbb", analytical=config.analytical_kl, form=config.prior_form
     )

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from decision_bench._src.validation import check_positive
 from decision_bench.agents._src.checks import check_config
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import cached_functions, hyper_class, make_agent, traced
+from decision_bench.agents import core
 from decision_bench.specs import ProblemSpec
 
 
@@ -45,8 +45,8 @@ class BetaBernoulliConfig:
     with the same overrides; an exact posterior has nothing to regularise.
     """
 
-    prior_alpha: float = traced(1.0)
-    prior_beta: float = traced(1.0)
+    prior_alpha: float = core.traced(1.0)
+    prior_beta: float = core.traced(1.0)
     regularization: str = "testbed"
 
     # The problem's temperature is bound like every family's, but never read.
@@ -71,13 +71,14 @@ def _logits(p: jax.Array) -> jax.Array:
     return jnp.stack([jnp.log1p(-p), jnp.log(p)], axis=-1)
 
 
-BetaBernoulliHyper = hyper_class(BetaBernoulliConfig)
+BetaBernoulliHyper = core.hyper_class(BetaBernoulliConfig)
 
 
-@cached_functions
-def _functions(*, input_dim: int, num_classes: int):
+@core.cached_functions
+def _functions(*, input_dim: int, num_classes: int, regularization: str):
+    """The agent's functions for one number of arms (input_dim)."""
+    del regularization  # a field of every config; nothing here is regularised
     num_arms = input_dim
-    """The agent's functions for one number of arms (the same objects each time)."""
 
     def init(hyper: Any, key: jax.Array) -> BetaBernoulliState:
         del key  # the prior is deterministic; the shapes are fixed by num_arms
@@ -114,4 +115,6 @@ def make_beta_bernoulli(spec: ProblemSpec, config: BetaBernoulliConfig) -> Agent
         )
     # No member_logits: the posterior is continuous, so there is no finite set of
     # members to enumerate (a greedy policy averages sampled draws instead).
-    return make_agent(_functions, spec, config, name="beta_bernoulli", num_steps=1, update_mode="online")
+    return core.make_agent(
+        _functions, spec, config, name="beta_bernoulli", num_steps=1, update_mode="online"
+    )

@@ -51,9 +51,8 @@ A family in full (a point-estimate MLP; see agents/mlp.py)::
             return net.apply(state.params, x)
         return init, sgd_update(loss), sample_logits
 
-    def make_tiny(spec, config):
-        return make_agent(_functions, spec, config, name="tiny",
-                          hidden_sizes=config.hidden_sizes, regularization=config.regularization)
+    def make_tiny(spec, config):  # the builder gets hidden_sizes and regularization
+        return make_agent(_functions, spec, config, name="tiny")
 """
 
 from __future__ import annotations
@@ -93,6 +92,19 @@ def static(default: float) -> Any:
 def static_fields(config: Any) -> tuple[str, ...]:
     """The names of the real-valued fields a config declares :func:`static`."""
     return tuple(f.name for f in dataclasses.fields(config) if f.metadata.get(_STATIC))
+
+
+def static_settings(config: Any) -> dict[str, Any]:
+    """The config's fields that fix the compiled programs: every field but the
+    traced ones and ``num_steps`` (the length of ``fit``'s loop, which ``fit``
+    takes as its own static argument). Sequences become tuples, so they hash."""
+    traced = set(traced_fields(config))
+    return {
+        f.name: tuple(value) if isinstance(value, list) else value
+        for f in dataclasses.fields(config)
+        if f.name not in traced and f.name != "num_steps"
+        for value in (getattr(config, f.name),)
+    }
 
 
 def traced_fields(config: Any) -> tuple[str, ...]:
@@ -155,12 +167,15 @@ def make_agent(
     name: str,
     num_steps: int | None = None,
     update_mode: str = "replay",
-    **static: Any,
+    **derived: Any,
 ) -> Agent:
-    """The Agent of a family: ``functions(num_classes=, input_dim=, **static)``
-    (init, update, sample_logits[, member_logits]) with ``hyper(spec, config)``
-    bound, inputs checked against ``spec.input_dim``. num_steps: the default
+    """The Agent of a family: its ``functions`` (init, update, sample_logits[,
+    member_logits]) for the static setting ``num_classes``, ``input_dim``, every
+    field of :func:`static_settings` and ``derived`` (settings the family derives
+    from the spec or config, e.g. a buffer size), with ``hyper(spec, config)``
+    bound and inputs checked against ``spec.input_dim``. num_steps: the default
     steps of ``fit`` (None: ``config.num_steps``)."""
+    static = {**static_settings(config), **derived}
     built = functions(num_classes=spec.num_classes, input_dim=spec.input_dim, **static)
     steps = config.num_steps if num_steps is None else num_steps
     return bind(

@@ -54,15 +54,7 @@ from decision_bench.agents._src.checks import check_common
 from decision_bench.agents._src.losses import mean_cross_entropy
 from decision_bench.agents._src.networks import relu_features, relu_mlp
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import (
-    cached_functions,
-    hyper_class,
-    init_optimizer,
-    l2_penalty,
-    make_agent,
-    sgd_update,
-    traced,
-)
+from decision_bench.agents import core
 from decision_bench.agents.regularization import true_divisor
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
@@ -78,11 +70,11 @@ class DeepKernelConfig:
     sigma_squared_factor in {0.5, 1, 2, 3, 4}."""
 
     hidden_sizes: tuple[int, ...] = (50, 50)  # the last width is the feature dimension m
-    l2: float = traced(1.0)  # weight = l2 * d * sqrt(beta) / T in testbed mode
-    learning_rate: float = traced(1e-3)
+    l2: float = core.traced(1.0)  # weight = l2 * d * sqrt(beta) / T in testbed mode
+    learning_rate: float = core.traced(1e-3)
     num_steps: int = 1000
-    scale_factor: float = traced(2.0)  # c = scale_factor / sqrt(n beta)
-    sigma_squared_factor: float = traced(4.0)  # sigma^2 = sigma_squared_factor * beta
+    scale_factor: float = core.traced(2.0)  # c = scale_factor / sqrt(n beta)
+    sigma_squared_factor: float = core.traced(4.0)  # sigma^2 = sigma_squared_factor * beta
     regularization: str = "testbed"
 
     def __post_init__(self):
@@ -98,7 +90,7 @@ class DeepKernelState(NamedTuple):
     num_seen: jax.Array  # [] f32: the latest batch's num_seen (T, or t in the bandit)
 
 
-DeepKernelHyper = hyper_class(DeepKernelConfig)
+DeepKernelHyper = core.hyper_class(DeepKernelConfig)
 
 
 def features(params: Any, x: jax.Array) -> jax.Array:
@@ -137,7 +129,7 @@ def logit_covariance(hyper: Any, state: DeepKernelState, x: jax.Array) -> jax.Ar
     return jnp.square(logit_scale(hyper, state.num_seen)) * phi_a @ phi_a.T
 
 
-@cached_functions
+@core.cached_functions
 def _functions(
     *, hidden_sizes: tuple[int, ...], input_dim: int, num_classes: int, capacity: int, regularization: str
 ):
@@ -149,17 +141,17 @@ def _functions(
         params = init_mlp_layers(key, sizes)
         return DeepKernelState(
             params=params,
-            opt_state=init_optimizer(hyper, params),
+            opt_state=core.init_optimizer(hyper, params),
             data=_data_buffer.empty(capacity, input_dim),
             num_seen=jnp.zeros((), jnp.float32),
         )
 
     def loss(params: Any, hyper: Any, state: DeepKernelState, batch: Batch, key: jax.Array) -> jax.Array:
         del state, key  # a deterministic loss of the params alone
-        penalty = l2_penalty(hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization)
+        penalty = core.l2_penalty(hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization)
         return mean_cross_entropy(relu_mlp(params, batch.x), batch.y) + penalty
 
-    train = sgd_update(loss)
+    train = core.sgd_update(loss)
 
     def update(hyper: Any, key: jax.Array, state: DeepKernelState, batch: Batch) -> DeepKernelState:
         """One Adam step on the batch; stores its examples for the kernel."""
@@ -180,12 +172,4 @@ def _functions(
 
 def make_deep_kernel(spec: ProblemSpec, config: DeepKernelConfig) -> Agent:
     # No member_logits: the head's posterior is continuous.
-    return make_agent(
-        _functions,
-        spec,
-        config,
-        name="deep_kernel",
-        hidden_sizes=tuple(config.hidden_sizes),
-        capacity=spec.num_train,
-        regularization=config.regularization,
-    )
+    return core.make_agent(_functions, spec, config, name="deep_kernel", capacity=spec.num_train)

@@ -31,18 +31,7 @@ from decision_bench._src.validation import check_positive
 from decision_bench.agents._src.checks import check_common
 from decision_bench.agents._src.losses import cross_entropy
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import (
-    TrainState,
-    cached_functions,
-    config_weight,
-    hyper_class,
-    init_optimizer,
-    l2_penalty,
-    make_agent,
-    penalty_weight,
-    sgd_update,
-    traced,
-)
+from decision_bench.agents import core
 from decision_bench.priors import truncated_normal_init
 from decision_bench.specs import ProblemSpec
 
@@ -62,10 +51,10 @@ def check_rate(name: str, value: Any) -> float:
 class DropoutConfig:
     """dropout defaults (paper 000, App. C.3): rate 0.1, length scale 1, hidden (100, 100)."""
 
-    dropout_rate: float = traced(0.1)  # drop probability of each hidden unit, in [0, 1)
-    length_scale: float = traced(1.0)  # l; L2 weight = l * d * sqrt(beta) / T in testbed mode
+    dropout_rate: float = core.traced(0.1)  # drop probability of each hidden unit, in [0, 1)
+    length_scale: float = core.traced(1.0)  # l; L2 weight = l * d * sqrt(beta) / T in testbed mode
     hidden_sizes: tuple[int, ...] = (100, 100)
-    learning_rate: float = traced(1e-3)
+    learning_rate: float = core.traced(1e-3)
     num_steps: int = 1000
     regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
@@ -121,49 +110,42 @@ class DropoutMLP(nn.Module):
         return nn.Dense(self.num_classes, kernel_init=truncated_normal_init)(x)
 
 
-DropoutState = TrainState  # params: flax params of DropoutMLP
-DropoutHyper = hyper_class(DropoutConfig)
+DropoutState = core.TrainState  # params: flax params of DropoutMLP
+DropoutHyper = core.hyper_class(DropoutConfig)
 
 
 def l2_weight(spec: ProblemSpec, config: DropoutConfig, num_seen: jax.Array) -> jax.Array:
     """l * d * sqrt(beta) / T (testbed) or 2 * sqrt(beta) * l / t (sequential). [] f32."""
-    return config_weight(penalty_weight, spec, config, num_seen, base="length_scale")
+    return core.config_weight(core.penalty_weight, spec, config, num_seen, base="length_scale")
 
 
-@cached_functions
+@core.cached_functions
 def _functions(*, hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, regularization: str):
     """dropout's functions for one static setting; the same objects for the same
     setting, so every dropout agent of that shape shares its compiled programs."""
     train_net = DropoutMLP(hidden_sizes, num_classes, share_mask=False)
     sample_net = DropoutMLP(hidden_sizes, num_classes, share_mask=True)
 
-    def init(hyper: Any, key: jax.Array) -> TrainState:
+    def init(hyper: Any, key: jax.Array) -> core.TrainState:
         dummy = jnp.zeros((1, input_dim), jnp.float32)
         params = train_net.init(key, dummy, hyper.dropout_rate, deterministic=True)
-        return TrainState(params=params, opt_state=init_optimizer(hyper, params))
+        return core.TrainState(params=params, opt_state=core.init_optimizer(hyper, params))
 
-    def loss(params: Any, hyper: Any, state: TrainState, batch: Batch, key: jax.Array) -> jax.Array:
+    def loss(params: Any, hyper: Any, state: core.TrainState, batch: Batch, key: jax.Array) -> jax.Array:
         """The key draws the training masks, one per example."""
         del state
         logits = train_net.apply(params, batch.x, hyper.dropout_rate, rngs={"dropout": key})
         data_loss = cross_entropy(logits, batch.y).mean()
-        return data_loss + l2_penalty(
+        return data_loss + core.l2_penalty(
             hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization, base="length_scale"
         )
 
-    def sample_logits(hyper: Any, key: jax.Array, state: TrainState, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: Any, key: jax.Array, state: core.TrainState, x: jax.Array) -> jax.Array:
         """One dropout mask (from key) applied to all n inputs: [n, d] -> [n, C]."""
         return sample_net.apply(state.params, x, hyper.dropout_rate, rngs={"dropout": key})
 
-    return init, sgd_update(loss), sample_logits
+    return init, core.sgd_update(loss), sample_logits
 
 
 def make_dropout(spec: ProblemSpec, config: DropoutConfig) -> Agent:
-    return make_agent(
-        _functions,
-        spec,
-        config,
-        name="dropout",
-        hidden_sizes=tuple(config.hidden_sizes),
-        regularization=config.regularization,
-    )
+    return core.make_agent(_functions, spec, config, name="dropout")

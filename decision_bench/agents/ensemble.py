@@ -42,17 +42,7 @@ from decision_bench.agents._src.checks import check_common
 from decision_bench.agents._src.losses import cross_entropy, sum_of_squares
 from decision_bench.agents._src.networks import MLP
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import (
-    TrainState,
-    cached_functions,
-    config_weight,
-    hyper_class,
-    init_optimizer,
-    make_agent,
-    penalty_weight,
-    sgd_update,
-    traced,
-)
+from decision_bench.agents import core
 from decision_bench.priors import init_mlp_layers, mlp_forward
 from decision_bench.specs import ProblemSpec
 
@@ -71,8 +61,8 @@ class EnsembleConfig:
 
     num_ensemble: int = 100  # M
     hidden_sizes: tuple[int, ...] = (50, 50)
-    l2: float = traced(1.0)  # lambda; weight = l2 * d * sqrt(beta) / (M T) on the sum over members
-    learning_rate: float = traced(1e-3)
+    l2: float = core.traced(1.0)  # lambda; weight = l2 * d * sqrt(beta) / (M T) on the sum over members
+    learning_rate: float = core.traced(1e-3)
     num_steps: int = 1000
     regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
     member_sampling: str = "with_replacement"  # "with_replacement" (reference) | "all"
@@ -87,7 +77,7 @@ class EnsembleConfig:
 class EnsemblePlusConfig(EnsembleConfig):
     """ensemble+ defaults (paper 000, App. C.6): ensemble plus prior networks, scale 3."""
 
-    prior_scale: float = traced(3.0)  # prior output multiplied by prior_scale / sqrt(beta)
+    prior_scale: float = core.traced(3.0)  # prior output multiplied by prior_scale / sqrt(beta)
     prior_hidden_sizes: tuple[int, ...] = (50, 50)  # the generative MLP's architecture
     bootstrap: str = "none"  # "none" | "exponential" | "bernoulli"
     bootstrap_size: int | None = None  # weights per member; None: T, or 10,000 if T = 0
@@ -105,7 +95,7 @@ class EnsemblePlusConfig(EnsembleConfig):
             )
 
 
-EnsembleState = TrainState  # params: flax MLP params, every leaf with a leading [M] axis
+EnsembleState = core.TrainState  # params: flax MLP params, every leaf with a leading [M] axis
 
 
 class EnsemblePlusState(NamedTuple):
@@ -115,14 +105,14 @@ class EnsemblePlusState(NamedTuple):
     bootstrap_weights: jax.Array  # [M, L] f32, mean 1 (L = 1 for "none")
 
 
-EnsembleHyper = hyper_class(EnsembleConfig)
-EnsemblePlusHyper = hyper_class(EnsemblePlusConfig)
+EnsembleHyper = core.hyper_class(EnsembleConfig)
+EnsemblePlusHyper = core.hyper_class(EnsemblePlusConfig)
 
 
 def l2_weight(spec: ProblemSpec, config: EnsembleConfig, num_seen: jax.Array) -> jax.Array:
     """Weight on sum over members of theta**2: l2 * d sqrt(beta) / (M T) (testbed),
     l2 * 2 sqrt(beta) / (M t) (sequential), for a spec and config. Returns a [] f32."""
-    return config_weight(penalty_weight, spec, config, num_seen, num_members=config.num_ensemble)
+    return core.config_weight(core.penalty_weight, spec, config, num_seen, num_members=config.num_ensemble)
 
 
 def bootstrap_weights(key: jax.Array, kind: str, shape: tuple[int, ...]) -> jax.Array:
@@ -152,22 +142,26 @@ def _select(tree: Any, index: jax.Array) -> Any:
     return jax.tree.map(lambda leaf: leaf[index], tree)
 
 
-@cached_functions
+@core.cached_functions
 def _functions(
     *,
-    plus: bool,
-    num_members: int,
+    num_ensemble: int,
     hidden_sizes: tuple[int, ...],
-    prior_hidden_sizes: tuple[int, ...],
     num_classes: int,
     input_dim: int,
     regularization: str,
     member_sampling: str,
-    bootstrap: str,
     weights_length: int,
+    prior_hidden_sizes: tuple[int, ...] | None = None,
+    bootstrap: str = "none",
+    bootstrap_size: int | None = None,
 ):
-    """The ensemble's functions for one static setting (shapes, modes); every
-    real-valued hyperparameter arrives in ``hyper``."""
+    """The ensemble's functions for one static setting (shapes, modes): ensemble+
+    when it has prior networks (``prior_hidden_sizes``)."""
+    del bootstrap_size  # weights_length is derived from it
+    plus = prior_hidden_sizes is not None
+    num_members = num_ensemble
+    prior_hidden_sizes = prior_hidden_sizes or ()
     net = MLP(hidden_sizes, num_classes, nonzero_first_bias=plus)
     prior_sizes = (input_dim, *prior_hidden_sizes, num_classes)
 
@@ -197,9 +191,9 @@ def _functions(
         k_net, k_prior, k_boot = jax.random.split(key, 3)
         dummy = jnp.zeros((1, input_dim), jnp.float32)
         params = jax.vmap(net.init, (0, None))(jax.random.split(k_net, num_members), dummy)
-        opt_state = init_optimizer(hyper, params)
+        opt_state = core.init_optimizer(hyper, params)
         if not plus:
-            return TrainState(params=params, opt_state=opt_state)
+            return core.TrainState(params=params, opt_state=opt_state)
         return EnsemblePlusState(
             params=params,
             opt_state=opt_state,
@@ -215,7 +209,7 @@ def _functions(
             xent = xent * state.bootstrap_weights[:, batch.index % weights_length]
         weights = member_weights(key, num_members, member_sampling)  # [M]
         data_loss = (weights * xent.mean(axis=1)).sum()
-        decay = penalty_weight(
+        decay = core.penalty_weight(
             hyper, batch.num_seen, input_dim=input_dim, mode=regularization, num_members=num_members
         )
         return data_loss + decay * sum_of_squares(params)
@@ -226,31 +220,17 @@ def _functions(
         prior_params = _select(state.prior_params, member) if plus else None
         return member_forward(hyper, _select(state.params, member), prior_params, x)
 
-    return init, sgd_update(loss), sample_logits, all_members
+    return init, core.sgd_update(loss), sample_logits, all_members
 
 
 def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
-    weights_length, prior_hidden_sizes, bootstrap = 1, (), "none"
-    if plus:
-        prior_hidden_sizes, bootstrap = tuple(config.prior_hidden_sizes), config.bootstrap
-        # "none" keeps a [M, 1] table of ones: the lookup stays the same code and
-        # nothing of size M x L is stored for it.
-        if bootstrap != "none":
-            weights_length = config.bootstrap_size or (spec.num_train or DEFAULT_BOOTSTRAP_SIZE)
-    return make_agent(
-        _functions,
-        spec,
-        config,
-        name="ensemble+" if plus else "ensemble",
-        plus=plus,
-        num_members=config.num_ensemble,
-        hidden_sizes=tuple(config.hidden_sizes),
-        prior_hidden_sizes=prior_hidden_sizes,
-        regularization=config.regularization,
-        member_sampling=config.member_sampling,
-        bootstrap=bootstrap,
-        weights_length=weights_length,
-    )
+    weights_length = 1
+    # "none" keeps a [M, 1] table of ones: the lookup stays the same code and
+    # nothing of size M x L is stored for it.
+    if plus and config.bootstrap != "none":
+        weights_length = config.bootstrap_size or (spec.num_train or DEFAULT_BOOTSTRAP_SIZE)
+    name = "ensemble+" if plus else "ensemble"
+    return core.make_agent(_functions, spec, config, name=name, weights_length=weights_length)
 
 
 def make_ensemble(spec: ProblemSpec, config: EnsembleConfig) -> Agent:

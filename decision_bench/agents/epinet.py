@@ -49,16 +49,7 @@ from decision_bench._src.validation import check_nonnegative, check_positive, ch
 from decision_bench.agents._src.checks import at_least, check_config
 from decision_bench.agents._src.networks import relu_features, relu_mlp
 from decision_bench.agents.base import Agent
-from decision_bench.agents.core import (
-    cached_functions,
-    config_weight,
-    hyper_class,
-    init_optimizer,
-    make_agent,
-    penalty_weight,
-    static,
-    traced,
-)
+from decision_bench.agents import core
 from decision_bench.agents.index_core import index_functions
 from decision_bench.agents.regularization import true_divisor
 from decision_bench.priors import init_mlp_layers
@@ -73,14 +64,14 @@ class EpinetConfig:
     index_dim: int = 8
     epinet_hidden_sizes: tuple[int, ...] = (15, 15)
     prior_hidden_sizes: tuple[int, ...] = (5, 5)  # each of the index_dim prior MLPs
-    prior_scale: float = traced(0.3)  # prior output multiplied by prior_scale / beta
-    l2: float = traced(0.2)
-    l2_exponent: float = traced(0.7)  # testbed weight l2 * (d / T)**l2_exponent
+    prior_scale: float = core.traced(0.3)  # prior output multiplied by prior_scale / beta
+    l2: float = core.traced(0.2)
+    l2_exponent: float = core.traced(0.7)  # testbed weight l2 * (d / T)**l2_exponent
     num_index_samples: int = 8  # index draws averaged per gradient step
-    learning_rate: float = traced(1e-3)  # Adam
+    learning_rate: float = core.traced(1e-3)  # Adam
     num_steps: int = 1000
     high_data_step_factor: int = 10  # num_steps multiplier when T / d > high_data_ratio
-    high_data_ratio: float = static(500.0)  # decides the step count, a loop length
+    high_data_ratio: float = core.static(500.0)  # decides the step count, a loop length
     regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
     def __post_init__(self):
@@ -108,19 +99,19 @@ class EpinetState(NamedTuple):
     prior: tuple  # D stacked prior MLPs, every leaf with a leading [D] axis; fixed
 
 
-EpinetHyper = hyper_class(EpinetConfig)
+EpinetHyper = core.hyper_class(EpinetConfig)
 
 
 def l2_weight(spec: ProblemSpec, config: EpinetConfig, num_seen: jax.Array) -> jax.Array:
     """The L2 weight on base + epinet parameters after num_seen observations. Returns []."""
-    return config_weight(_l2_weight, spec, config, num_seen)
+    return core.config_weight(_l2_weight, spec, config, num_seen)
 
 
 def _l2_weight(hyper: Any, num_seen: jax.Array, *, input_dim: int, mode: str) -> jax.Array:
     """The weight above from the hyper."""
     if mode == "testbed":
         return hyper.l2 * (input_dim / true_divisor(num_seen)) ** hyper.l2_exponent
-    return penalty_weight(hyper, num_seen, input_dim=input_dim, mode=mode)
+    return core.penalty_weight(hyper, num_seen, input_dim=input_dim, mode=mode)
 
 
 def default_num_steps(spec: ProblemSpec, config: EpinetConfig) -> int:
@@ -130,7 +121,7 @@ def default_num_steps(spec: ProblemSpec, config: EpinetConfig) -> int:
     return config.num_steps
 
 
-@cached_functions
+@core.cached_functions
 def _functions(
     *,
     hidden_sizes: tuple[int, ...],
@@ -141,9 +132,11 @@ def _functions(
     index_dim: int,
     num_index_samples: int,
     regularization: str,
+    high_data_step_factor: int,
+    high_data_ratio: float,
 ):
-    """The epinet's functions for one static setting; the same objects for the
-    same setting, so every epinet of that shape shares its compiled programs."""
+    """The epinet's functions for one static setting."""
+    del high_data_step_factor, high_data_ratio  # they decide only the step count
     d, c = input_dim, num_classes
     base_sizes = (d, *hidden_sizes, c)
     epinet_in = hidden_sizes[-1] + d + index_dim
@@ -160,7 +153,7 @@ def _functions(
             jax.random.split(k_prior, index_dim)
         )
         return EpinetState(
-            params=params, opt_state=init_optimizer(hyper, params), prior=prior
+            params=params, opt_state=core.init_optimizer(hyper, params), prior=prior
         )
 
     def prior_outputs(state: EpinetState, x: jax.Array) -> jax.Array:
@@ -201,16 +194,10 @@ def _functions(
 
 def make_epinet(spec: ProblemSpec, config: EpinetConfig = EpinetConfig()) -> Agent:
     """Epinet agent for ``spec``. See the module docstring."""
-    return make_agent(
+    return core.make_agent(
         _functions,
         spec,
         config,
         name="epinet",
         num_steps=default_num_steps(spec, config),
-        hidden_sizes=tuple(config.hidden_sizes),
-        epinet_hidden_sizes=tuple(config.epinet_hidden_sizes),
-        prior_hidden_sizes=tuple(config.prior_hidden_sizes),
-        index_dim=config.index_dim,
-        num_index_samples=config.num_index_samples,
-        regularization=config.regularization,
     )

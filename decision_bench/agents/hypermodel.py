@@ -41,15 +41,7 @@ from decision_bench._src.validation import check_nonnegative, check_sizes
 from decision_bench.agents._src.checks import at_least, check_config
 from decision_bench.agents._src.networks import relu_mlp
 from decision_bench.agents.base import Agent
-from decision_bench.agents.core import (
-    cached_functions,
-    config_weight,
-    hyper_class,
-    init_optimizer,
-    make_agent,
-    penalty_weight,
-    traced,
-)
+from decision_bench.agents import core
 from decision_bench.agents.index_core import index_functions
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
@@ -63,10 +55,10 @@ class HypermodelConfig:
     index_dim: int = 6
     num_index_samples: int = 16  # index draws averaged per gradient step
     prior_hidden_sizes: tuple[int, ...] = (10,)  # additive prior MLP
-    prior_scale: float = traced(1.0)  # prior output multiplied by prior_scale / beta**power
-    prior_temperature_power: float = traced(0.5)  # 0.5: 1/sqrt(beta) (default), 1: 1/beta
-    l2: float = traced(1.0)  # lambda of the decayed L2 weight
-    learning_rate: float = traced(1e-3)  # Adam
+    prior_scale: float = core.traced(1.0)  # prior output multiplied by prior_scale / beta**power
+    prior_temperature_power: float = core.traced(0.5)  # 0.5: 1/sqrt(beta) (default), 1: 1/beta
+    l2: float = core.traced(1.0)  # lambda of the decayed L2 weight
+    learning_rate: float = core.traced(1e-3)  # Adam
     num_steps: int = 2000
     regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
@@ -92,12 +84,12 @@ class HypermodelState(NamedTuple):
     prior_a: jax.Array  # [P_prior, D] f32: fixed random prior hypermodel
 
 
-HypermodelHyper = hyper_class(HypermodelConfig)
+HypermodelHyper = core.hyper_class(HypermodelConfig)
 
 
 def l2_weight(spec: ProblemSpec, config: HypermodelConfig, num_seen: jax.Array) -> jax.Array:
     """The L2 weight on the hypermodel parameters after num_seen observations. Returns []."""
-    return config_weight(penalty_weight, spec, config, num_seen)
+    return core.config_weight(core.penalty_weight, spec, config, num_seen)
 
 
 def _flat_layout(sizes: tuple[int, ...]):
@@ -120,7 +112,7 @@ def _flat_layout(sizes: tuple[int, ...]):
     return unravel, std_flat
 
 
-@cached_functions
+@core.cached_functions
 def _functions(
     *,
     hidden_sizes: tuple[int, ...],
@@ -146,7 +138,7 @@ def _functions(
         prior_a = prior_a * (prior_std / index_dim**0.5)[:, None]
         params = HypermodelParams(a=a, b=b)
         return HypermodelState(
-            params=params, opt_state=init_optimizer(hyper, params), prior_a=prior_a
+            params=params, opt_state=core.init_optimizer(hyper, params), prior_a=prior_a
         )
 
     def context(state: HypermodelState, x: jax.Array) -> jax.Array:
@@ -167,7 +159,7 @@ def _functions(
         return base + prior_multiplier * jax.lax.stop_gradient(prior)
 
     def l2_weight_of(hyper: Any, num_seen: jax.Array) -> jax.Array:
-        return penalty_weight(hyper, num_seen, input_dim=input_dim, mode=regularization)
+        return core.penalty_weight(hyper, num_seen, input_dim=input_dim, mode=regularization)
 
     update, sample_logits = index_functions(
         index_dim=index_dim,
@@ -181,14 +173,4 @@ def _functions(
 
 def make_hypermodel(spec: ProblemSpec, config: HypermodelConfig = HypermodelConfig()) -> Agent:
     """Linear-hypermodel agent for ``spec``. See the module docstring."""
-    return make_agent(
-        _functions,
-        spec,
-        config,
-        name="hypermodel",
-        hidden_sizes=tuple(config.hidden_sizes),
-        prior_hidden_sizes=tuple(config.prior_hidden_sizes),
-        index_dim=config.index_dim,
-        num_index_samples=config.num_index_samples,
-        regularization=config.regularization,
-    )
+    return core.make_agent(_functions, spec, config, name="hypermodel")

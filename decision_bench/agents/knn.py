@@ -48,7 +48,7 @@ from decision_bench.agents import _data_buffer
 from decision_bench.agents._data_buffer import DataBuffer
 from decision_bench.agents._src.checks import at_least, check_config
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import cached_functions, hyper_class, make_agent, traced
+from decision_bench.agents import core
 from decision_bench.specs import ProblemSpec
 
 WEIGHTINGS = ("uniform", "distance")
@@ -78,7 +78,7 @@ class KNNConfig:
 
     num_neighbors: int = 3  # paper 000 App. C.8 sweeps {1, 5, 10, 30, 50, 100}
     weighting: str = "uniform"  # "uniform" | "distance"
-    probability_clip: float = traced(0.01)  # probabilities clipped to [clip, 1 - clip]
+    probability_clip: float = core.traced(0.01)  # probabilities clipped to [clip, 1 - clip]
     regularization: str = "testbed"
 
     # The problem's temperature is bound like every family's, but never read.
@@ -93,7 +93,7 @@ class KNNState(NamedTuple):
     data: DataBuffer  # the training rows seen so far
 
 
-KNNHyper = hyper_class(KNNConfig)
+KNNHyper = core.hyper_class(KNNConfig)
 
 
 def clipped_logits(probs: jax.Array, clip: jax.Array) -> jax.Array:
@@ -132,9 +132,12 @@ def neighbour_probabilities(
     return jnp.where(mass > 0.0, totals / jnp.where(mass > 0.0, mass, 1.0), uniform)
 
 
-@cached_functions
-def _functions(*, num_neighbors: int, weighting: str, input_dim: int, num_classes: int, capacity: int):
+@core.cached_functions
+def _functions(
+    *, num_neighbors: int, weighting: str, input_dim: int, num_classes: int, capacity: int, regularization: str
+):
     """knn's functions for one static setting (the same objects each time)."""
+    del regularization  # a field of every config; nothing here is regularised
 
     def init(hyper: Any, key: jax.Array) -> KNNState:
         del hyper, key  # nothing random: an empty store
@@ -159,14 +162,12 @@ def _functions(*, num_neighbors: int, weighting: str, input_dim: int, num_classe
 
 
 def make_knn(spec: ProblemSpec, config: KNNConfig) -> Agent:
-    return make_agent(
+    return core.make_agent(
         _functions,
         spec,
         config,
         name="knn",
         num_steps=_data_buffer.steps_to_cover(spec.num_train),
         update_mode="online",
-        num_neighbors=config.num_neighbors,
-        weighting=config.weighting,
         capacity=spec.num_train,
     )

@@ -46,7 +46,7 @@ import jax.numpy as jnp
 from decision_bench._src.validation import check_positive
 from decision_bench.agents._src.checks import check_config
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import cached_functions, hyper_class, make_agent, traced
+from decision_bench.agents import core
 from decision_bench.specs import ProblemSpec
 
 
@@ -58,9 +58,9 @@ class LinearGaussianConfig:
     with the same overrides; an exact posterior has nothing to regularise.
     """
 
-    prior_a: float = traced(6.0)
-    prior_b: float = traced(6.0)
-    prior_precision: float = traced(0.25)
+    prior_a: float = core.traced(6.0)
+    prior_b: float = core.traced(6.0)
+    prior_precision: float = core.traced(0.25)
     regularization: str = "testbed"
 
     # The problem's temperature is bound like every family's, but never read.
@@ -77,7 +77,7 @@ class LinearGaussianState(NamedTuple):
     count: jax.Array  # [] f32: n, observations so far
 
 
-LinearGaussianHyper = hyper_class(LinearGaussianConfig)
+LinearGaussianHyper = core.hyper_class(LinearGaussianConfig)
 
 
 def posterior(hyper: Any, state: LinearGaussianState):
@@ -90,9 +90,10 @@ def posterior(hyper: Any, state: LinearGaussianState):
     return mean, chol, hyper.prior_a + state.count / 2.0, hyper.prior_b + residual / 2.0
 
 
-@cached_functions
-def _functions(*, input_dim: int, num_classes: int):
+@core.cached_functions
+def _functions(*, input_dim: int, num_classes: int, regularization: str):
     """The agent's functions for one feature size (the same objects each time)."""
+    del regularization  # a field of every config; nothing here is regularised
 
     def init(hyper: Any, key: jax.Array) -> LinearGaussianState:
         del hyper, key  # the prior is deterministic; the shapes are fixed by input_dim
@@ -137,4 +138,6 @@ def make_linear_gaussian(spec: ProblemSpec, config: LinearGaussianConfig) -> Age
     """The exact Gaussian-reward Thompson agent on ``spec.input_dim`` features."""
     # No member_logits: the posterior is continuous, so there is no finite set of
     # members to enumerate (a greedy policy averages sampled draws instead).
-    return make_agent(_functions, spec, config, name="linear_gaussian", num_steps=1, update_mode="online")
+    return core.make_agent(
+        _functions, spec, config, name="linear_gaussian", num_steps=1, update_mode="online"
+    )

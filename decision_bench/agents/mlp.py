@@ -21,18 +21,7 @@ from decision_bench.agents._src.checks import check_common
 from decision_bench.agents._src.losses import cross_entropy, sum_of_squares
 from decision_bench.agents._src.networks import MLP
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import (
-    TrainState,
-    cached_functions,
-    config_weight,
-    hyper_class,
-    init_optimizer,
-    l2_penalty,
-    make_agent,
-    penalty_weight,
-    sgd_update,
-    traced,
-)
+from decision_bench.agents import core
 from decision_bench.specs import ProblemSpec
 
 # Kept importable from here for code written before agents/_src held them.
@@ -45,8 +34,8 @@ class MLPConfig:
     """mlp defaults (paper 000, App. C.1): l2 = 1 with the adaptive scale, 1000 Adam steps."""
 
     hidden_sizes: tuple[int, ...] = (50, 50)
-    l2: float = traced(1.0)  # lambda; weight = l2 * d * sqrt(beta) / T in testbed mode
-    learning_rate: float = traced(1e-3)
+    l2: float = core.traced(1.0)  # lambda; weight = l2 * d * sqrt(beta) / T in testbed mode
+    learning_rate: float = core.traced(1e-3)
     num_steps: int = 1000  # default SGD steps for fit
     regularization: str = "testbed"  # "testbed" | "sequential" | "sequential_linear_beta"
 
@@ -54,50 +43,43 @@ class MLPConfig:
         check_common(self)
 
 
-MLPState = TrainState
-MLPHyper = hyper_class(MLPConfig)
+MLPState = core.TrainState
+MLPHyper = core.hyper_class(MLPConfig)
 
 
 def l2_weight(spec: ProblemSpec, config: MLPConfig, num_seen: jax.Array) -> jax.Array:
     """The L2 weight after num_seen observations for a spec and config. Returns a [] f32."""
-    return config_weight(penalty_weight, spec, config, num_seen)
+    return core.config_weight(core.penalty_weight, spec, config, num_seen)
 
 
-@cached_functions
+@core.cached_functions
 def _functions(*, hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, regularization: str):
     """The mlp's functions for one static setting."""
     net = MLP(hidden_sizes, num_classes)
 
-    def init(hyper: Any, key: jax.Array) -> TrainState:
+    def init(hyper: Any, key: jax.Array) -> core.TrainState:
         params = net.init(key, jnp.zeros((1, input_dim), jnp.float32))
-        return TrainState(params=params, opt_state=init_optimizer(hyper, params))
+        return core.TrainState(params=params, opt_state=core.init_optimizer(hyper, params))
 
-    def loss(params: Any, hyper: Any, state: TrainState, batch: Batch, key: jax.Array) -> jax.Array:
+    def loss(params: Any, hyper: Any, state: core.TrainState, batch: Batch, key: jax.Array) -> jax.Array:
         del state, key  # a deterministic loss of the params alone
         data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
-        return data_loss + l2_penalty(
+        return data_loss + core.l2_penalty(
             hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization
         )
 
-    def sample_logits(hyper: Any, key: jax.Array, state: TrainState, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: Any, key: jax.Array, state: core.TrainState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [n, C]; the key is unused: a point estimate has one sample."""
         del hyper, key
         return net.apply(state.params, x)
 
-    def member_logits(hyper: Any, state: TrainState, x: jax.Array) -> jax.Array:
+    def member_logits(hyper: Any, state: core.TrainState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [1, n, C]: a point estimate is an ensemble of one."""
         del hyper
         return net.apply(state.params, x)[None]
 
-    return init, sgd_update(loss), sample_logits, member_logits
+    return init, core.sgd_update(loss), sample_logits, member_logits
 
 
 def make_mlp(spec: ProblemSpec, config: MLPConfig) -> Agent:
-    return make_agent(
-        _functions,
-        spec,
-        config,
-        name="mlp",
-        hidden_sizes=tuple(config.hidden_sizes),
-        regularization=config.regularization,
-    )
+    return core.make_agent(_functions, spec, config, name="mlp")

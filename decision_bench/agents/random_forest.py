@@ -56,7 +56,7 @@ from decision_bench.agents import _data_buffer
 from decision_bench.agents._data_buffer import DataBuffer
 from decision_bench.agents._src.checks import at_least, check_config
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import cached_functions, hyper_class, make_agent, traced
+from decision_bench.agents import core
 from decision_bench.agents.knn import check_probability_clip, clipped_logits
 from decision_bench.specs import ProblemSpec
 
@@ -73,7 +73,7 @@ class RandomForestConfig:
 
     num_trees: int = 100  # paper 000 App. C.8 sweeps {10, 100, 1000}
     criterion: str = "gini"  # "gini" | "entropy" (information gain)
-    probability_clip: float = traced(0.01)  # probabilities clipped to [clip, 1 - clip]
+    probability_clip: float = core.traced(0.01)  # probabilities clipped to [clip, 1 - clip]
     regularization: str = "testbed"
 
     # The problem's temperature is bound like every family's, but never read.
@@ -103,7 +103,7 @@ class RandomForestState(NamedTuple):
     forest: Forest  # grown on them by the last update
 
 
-RandomForestHyper = hyper_class(RandomForestConfig)
+RandomForestHyper = core.hyper_class(RandomForestConfig)
 
 
 def max_nodes(capacity: int) -> int:
@@ -197,9 +197,12 @@ def forest_probabilities(forest: Forest, x: jax.Array) -> jax.Array:
     return values.mean(axis=0)
 
 
-@cached_functions
-def _functions(*, num_trees: int, criterion: str, input_dim: int, num_classes: int, capacity: int):
+@core.cached_functions
+def _functions(
+    *, num_trees: int, criterion: str, input_dim: int, num_classes: int, capacity: int, regularization: str
+):
     """random_forest's functions for one static setting (the same objects each time)."""
+    del regularization  # a field of every config; nothing here is regularised
     num_nodes = max_nodes(capacity)
     grow = functools.partial(
         grow_forest_host, num_trees=num_trees, criterion=criterion, num_classes=num_classes
@@ -252,14 +255,12 @@ def _functions(*, num_trees: int, criterion: str, input_dim: int, num_classes: i
 
 def make_random_forest(spec: ProblemSpec, config: RandomForestConfig) -> Agent:
     require_extra("data", "agent 'random_forest'")
-    return make_agent(
+    return core.make_agent(
         _functions,
         spec,
         config,
         name="random_forest",
         num_steps=_data_buffer.steps_to_cover(spec.num_train),
         update_mode="online",
-        num_trees=config.num_trees,
-        criterion=config.criterion,
         capacity=spec.num_train,
     )

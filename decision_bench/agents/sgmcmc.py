@@ -69,7 +69,7 @@ from decision_bench.agents._src.checks import (
 from decision_bench.agents._src.losses import mean_cross_entropy, sum_of_squares
 from decision_bench.agents._src.networks import relu_mlp
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import cached_functions, config_weight, hyper_class, make_agent, traced
+from decision_bench.agents import core
 from decision_bench.agents.regularization import decayed_weight, true_divisor
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
@@ -80,9 +80,9 @@ class SGMCMCConfig:
     """sgmcmc defaults (paper 000, App. C.5; testbed_facts.md)."""
 
     hidden_sizes: tuple[int, ...] = (50, 50)  # () gives logistic regression
-    learning_rate: float = traced(1e-4)
-    prior_variance: float = traced(0.1)  # see the module docstring for the implied prior
-    momentum: float = traced(0.9)  # 0 gives plain SGLD
+    learning_rate: float = core.traced(1e-4)
+    prior_variance: float = core.traced(0.1)  # see the module docstring for the implied prior
+    momentum: float = core.traced(0.9)  # 0 gives plain SGLD
     num_steps: int = 500_000
     burn_in: int = 100_000
     keep_every: int = 1000
@@ -121,7 +121,7 @@ class SGMCMCQuickConfig(SGMCMCConfig):
     """The cheap preset registered as "sgmcmc_quick": 100x fewer steps than the
     paper, so a learning rate 5x larger (5e-4, inside the paper's sweep)."""
 
-    learning_rate: float = traced(5e-4)
+    learning_rate: float = core.traced(5e-4)
     num_steps: int = 5_000
     burn_in: int = 1_000
     keep_every: int = 50
@@ -138,8 +138,8 @@ class SGMCMCState(NamedTuple):
     step: jax.Array  # [] i32: updates done so far
 
 
-SGMCMCHyper = hyper_class(SGMCMCConfig)
-SGMCMCQuickHyper = hyper_class(SGMCMCQuickConfig)
+SGMCMCHyper = core.hyper_class(SGMCMCConfig)
+SGMCMCQuickHyper = core.hyper_class(SGMCMCQuickConfig)
 
 
 def _prior_weight(hyper: Any, num_seen: jax.Array, *, input_dim: int, mode: str) -> jax.Array:
@@ -154,7 +154,7 @@ def _prior_weight(hyper: Any, num_seen: jax.Array, *, input_dim: int, mode: str)
 
 def prior_weight(spec: ProblemSpec, config: SGMCMCConfig, num_seen: jax.Array) -> jax.Array:
     """w(n) in U = n * mean xent + n * w(n) * |theta|^2. Returns []."""
-    return config_weight(_prior_weight, spec, config, num_seen)
+    return core.config_weight(_prior_weight, spec, config, num_seen)
 
 
 def _step_size(learning_rate: jax.Array, num_seen: jax.Array, *, per_example_lr: bool) -> jax.Array:
@@ -172,7 +172,7 @@ def step_size(config: SGMCMCConfig, num_seen: jax.Array) -> jax.Array:
     )
 
 
-@cached_functions
+@core.cached_functions
 def _functions(
     *,
     hidden_sizes: tuple[int, ...],
@@ -276,15 +276,10 @@ def _functions(
 
 def make_sgmcmc(spec: ProblemSpec, config: SGMCMCConfig = SGMCMCConfig()) -> Agent:
     """SGLD / SGHMC agent for ``spec``. See the module docstring."""
-    return make_agent(
+    return core.make_agent(
         _functions,
         spec,
         config,
         name="sgmcmc_quick" if isinstance(config, SGMCMCQuickConfig) else "sgmcmc",
-        hidden_sizes=tuple(config.hidden_sizes),
-        regularization=config.regularization,
-        per_example_lr=config.per_example_lr,
-        burn_in=config.burn_in,
-        keep_every=config.keep_every,
         num_kept=config.num_kept,
     )
