@@ -23,7 +23,6 @@ import jax.numpy as jnp
 
 from decision_bench._src.validation import check_choice
 from decision_bench.agents._src.checks import check_common
-from decision_bench.agents._src.losses import cross_entropy
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
 from decision_bench.priors import ACTIVATIONS, MLPPrior
@@ -149,27 +148,7 @@ def _logistic_functions(*, input_dim: int, num_classes: int, regularization: str
     # only affects speed, and zeros make the first prediction uniform.
     net = nn.Dense(num_classes, kernel_init=nn.initializers.zeros)
 
-    def init(hyper: Any, key: jax.Array) -> core.TrainState:
-        params = net.init(key, jnp.zeros((1, input_dim), jnp.float32))
-        return core.TrainState(params=params, opt_state=core.init_optimizer(hyper, params))
-
-    def loss(params: Any, hyper: Any, state: core.TrainState, batch: Batch, key: jax.Array) -> jax.Array:
-        del state, key  # a deterministic loss of the params alone
-        data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
-        return data_loss + core.l2_penalty(
-            hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization
-        )
-
-    def sample_logits(hyper: Any, key: jax.Array, state: core.TrainState, x: jax.Array) -> jax.Array:
-        """[n, d] -> [n, C]; deterministic (key unused)."""
-        del hyper, key
-        return net.apply(state.params, x)
-
-    def member_logits(hyper: Any, state: core.TrainState, x: jax.Array) -> jax.Array:
-        del hyper
-        return net.apply(state.params, x)[None]
-
-    return init, core.sgd_update(loss), sample_logits, member_logits
+    return core.point_estimate(net, input_dim=input_dim, regularization=regularization)
 
 
 def make_logistic(spec: ProblemSpec, config: LogisticConfig) -> Agent:

@@ -66,7 +66,7 @@ import jax.numpy as jnp
 import optax
 
 from decision_bench.agents._src.checks import check_batch_dim, check_input_dim
-from decision_bench.agents._src.losses import sum_of_squares
+from decision_bench.agents._src.losses import cross_entropy, sum_of_squares
 from decision_bench.agents.base import Agent, Batch, check_key_argument
 from decision_bench.agents.regularization import decayed_weight
 from decision_bench.specs import ProblemSpec
@@ -337,6 +337,36 @@ def sgd_step(
     grads = jax.grad(loss_fn)(params, *loss_args)
     updates, opt_state = optax.adam(learning_rate).update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state
+
+
+def point_estimate(net: Any, *, input_dim: int, regularization: str) -> tuple[Callable, ...]:
+    """(init, update, sample_logits, member_logits) of one flax network ``net``
+    trained by the batch's mean cross-entropy plus :func:`l2_penalty` (mlp,
+    logistic). It has no epistemic index: every draw is the same network, and its
+    members are that one network ([1, n, C])."""
+
+    def init(hyper: Any, key: jax.Array) -> TrainState:
+        params = net.init(key, jnp.zeros((1, input_dim), jnp.float32))
+        return TrainState(params=params, opt_state=init_optimizer(hyper, params))
+
+    def loss(params: Any, hyper: Any, state: TrainState, batch: Batch, key: jax.Array) -> jax.Array:
+        del state, key  # a deterministic loss of the params alone
+        data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
+        return data_loss + l2_penalty(
+            hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization
+        )
+
+    def sample_logits(hyper: Any, key: jax.Array, state: TrainState, x: jax.Array) -> jax.Array:
+        """x [n, d] -> [n, C]; the key is unused: a point estimate has one sample."""
+        del hyper, key
+        return net.apply(state.params, x)
+
+    def member_logits(hyper: Any, state: TrainState, x: jax.Array) -> jax.Array:
+        """x [n, d] -> [1, n, C]: a point estimate is an ensemble of one."""
+        del hyper
+        return net.apply(state.params, x)[None]
+
+    return init, sgd_update(loss), sample_logits, member_logits
 
 
 def sgd_update(loss_fn: Callable[..., jax.Array]) -> Callable:

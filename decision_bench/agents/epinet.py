@@ -179,15 +179,14 @@ def _functions(
         prior_multiplier = hyper.prior_scale / hyper.temperature
         return base + epi + prior_multiplier * prior
 
-    def l2_weight_of(hyper: Any, num_seen: jax.Array) -> jax.Array:
-        return _l2_weight(hyper, num_seen, input_dim=input_dim, mode=regularization)
-
     update, sample_logits = index_functions(
+        input_dim=input_dim,
+        regularization=regularization,
         index_dim=index_dim,
         num_index_samples=num_index_samples,
         context=prior_outputs,
         logits=logits,
-        l2_weight=l2_weight_of,
+        l2_weight=_l2_weight,
     )
     return init, update, sample_logits
 

@@ -158,15 +158,14 @@ def _functions(
         prior = relu_mlp(unravel_prior(prior_a @ z), x)
         return base + prior_multiplier * jax.lax.stop_gradient(prior)
 
-    def l2_weight_of(hyper: Any, num_seen: jax.Array) -> jax.Array:
-        return core.penalty_weight(hyper, num_seen, input_dim=input_dim, mode=regularization)
-
     update, sample_logits = index_functions(
+        input_dim=input_dim,
+        regularization=regularization,
         index_dim=index_dim,
         num_index_samples=num_index_samples,
         context=context,
         logits=logits,
-        l2_weight=l2_weight_of,
+        l2_weight=core.penalty_weight,
     )
     return init, update, sample_logits
 

@@ -18,7 +18,8 @@ What a family supplies (``index_functions``'s arguments), all taking ``hyper``
 - ``context(state, x)``: the z-independent, untrained inputs of the logits (the
   fixed prior, or its outputs on x), computed once per batch for all z draws;
 - ``logits(hyper, params, context, z, x)``: z [D], x [n, d] -> [n, C];
-- ``l2_weight(hyper, num_seen)``: the decay weight, [] f32.
+- ``l2_weight(hyper, num_seen, input_dim=, mode=)``: the decay weight, [] f32
+  (``core.penalty_weight`` or a family's own schedule).
 
 The family keeps its own ``init`` and state NamedTuple (fields ``params``,
 ``opt_state`` and its fixed prior), its parameterisation, prior and L2 schedule;
@@ -49,11 +50,13 @@ def sample_indices(key: jax.Array, num: int, index_dim: int) -> jax.Array:
 
 def index_functions(
     *,
+    input_dim: int,
+    regularization: str,
     index_dim: int,
     num_index_samples: int,
     context: Callable[[Any, jax.Array], Any],
     logits: Callable[..., jax.Array],
-    l2_weight: Callable[[Any, jax.Array], jax.Array],
+    l2_weight: Callable[..., jax.Array],
 ) -> tuple[Callable, Callable]:
     """(update, sample_logits) of an index agent, both taking ``hyper`` first.
 
@@ -66,7 +69,8 @@ def index_functions(
         per_index = jax.vmap(
             lambda z: mean_cross_entropy(logits(hyper, params, ctx, z, batch.x), batch.y)
         )(zs)
-        decay = l2_weight(hyper, batch.num_seen) * sum_of_squares(params)
+        weight = l2_weight(hyper, batch.num_seen, input_dim=input_dim, mode=regularization)
+        decay = weight * sum_of_squares(params)
         return per_index.mean() + decay
 
     def update(hyper: Any, key: jax.Array, state: Any, batch: Batch) -> Any:

@@ -12,15 +12,13 @@ in the reference loss.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import jax
-import jax.numpy as jnp
 
 from decision_bench.agents._src.checks import check_common
 from decision_bench.agents._src.losses import cross_entropy, sum_of_squares
 from decision_bench.agents._src.networks import MLP
-from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.base import Agent
 from decision_bench.agents import core
 from decision_bench.specs import ProblemSpec
 
@@ -55,30 +53,9 @@ def l2_weight(spec: ProblemSpec, config: MLPConfig, num_seen: jax.Array) -> jax.
 @core.cached_functions
 def _functions(*, hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, regularization: str):
     """The mlp's functions for one static setting."""
-    net = MLP(hidden_sizes, num_classes)
-
-    def init(hyper: Any, key: jax.Array) -> core.TrainState:
-        params = net.init(key, jnp.zeros((1, input_dim), jnp.float32))
-        return core.TrainState(params=params, opt_state=core.init_optimizer(hyper, params))
-
-    def loss(params: Any, hyper: Any, state: core.TrainState, batch: Batch, key: jax.Array) -> jax.Array:
-        del state, key  # a deterministic loss of the params alone
-        data_loss = cross_entropy(net.apply(params, batch.x), batch.y).mean()
-        return data_loss + core.l2_penalty(
-            hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization
-        )
-
-    def sample_logits(hyper: Any, key: jax.Array, state: core.TrainState, x: jax.Array) -> jax.Array:
-        """x [n, d] -> [n, C]; the key is unused: a point estimate has one sample."""
-        del hyper, key
-        return net.apply(state.params, x)
-
-    def member_logits(hyper: Any, state: core.TrainState, x: jax.Array) -> jax.Array:
-        """x [n, d] -> [1, n, C]: a point estimate is an ensemble of one."""
-        del hyper
-        return net.apply(state.params, x)[None]
-
-    return init, core.sgd_update(loss), sample_logits, member_logits
+    return core.point_estimate(
+        MLP(hidden_sizes, num_classes), input_dim=input_dim, regularization=regularization
+    )
 
 
 def make_mlp(spec: ProblemSpec, config: MLPConfig) -> Agent:
