@@ -28,11 +28,10 @@ the default is the exact KL, as in the reference.
 
 ``sample_logits`` draws ONE weight sample and applies it to all inputs.
 
-Hyperparameters are data (agents/core.py): the learning rate, both prior
-sigmas, the mixture weight, the KL scale and the problem's temperature are []
-f32 leaves of ``BBBHyper``. Static (``_functions``): hidden sizes, number of
-classes, input dimension, regularisation mode, number of index samples, and the
-form of the KL, i.e. analytical or sampled and which prior components are
+Traced (agents/core.py): the learning rate, both prior sigmas, the mixture
+weight, the KL scale and the problem's temperature. Static: hidden sizes, number
+of classes, input dimension, regularisation mode, number of index samples, and
+the form of the KL, i.e. analytical or sampled and which prior components are
 present (mixture weight exactly 1, exactly 0, or in between); num_steps sets
 only the length of ``fit``'s loop. So another mixture weight strictly between 0
 and 1 reuses the program, while moving it to or from exactly 0 or 1 changes the
@@ -42,7 +41,6 @@ computation and builds another one.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from typing import Any, NamedTuple
 
@@ -50,16 +48,12 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from decision_bench._src.validation import (
-    check_choice,
-    check_nonnegative,
-    check_positive,
-    check_sizes,
-)
-from decision_bench.agents import _bayes_common as common
+from decision_bench._src.validation import check_choice, check_nonnegative, check_positive
+from decision_bench.agents._src.checks import at_least, check_config, unit_interval
+from decision_bench.agents._src.losses import mean_cross_entropy
+from decision_bench.agents._src.networks import relu_mlp
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import adam, as_hyper, bind, sgd_step
-from decision_bench.agents.regularization import decayed_weight
+from decision_bench.agents import core
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -79,28 +73,23 @@ class BBBConfig:
     """bbb defaults (paper 000, App. C.4; testbed_facts.md)."""
 
     hidden_sizes: tuple[int, ...] = (50, 50)
-    learning_rate: float = 3e-3  # Adam
+    learning_rate: float = core.traced(3e-3)  # Adam
     num_steps: int = 1000
-    sigma_1: float = 1.0  # std of the first prior component
-    sigma_2: float = 0.75  # std of the second prior component
-    mixture_weight: float = 1.0  # pi: probability of the first component
+    sigma_1: float = core.traced(1.0)  # std of the first prior component
+    sigma_2: float = core.traced(0.75)  # std of the second prior component
+    mixture_weight: float = core.traced(1.0)  # pi: probability of the first component
     num_index_samples: int = 8  # weight draws averaged per gradient step
-    kl_scale: float = 1.0  # base of the decayed KL weight
+    kl_scale: float = core.traced(1.0)  # base of the decayed KL weight
     kl_method: str = "auto"  # "auto" | "analytical" | "sample"
 
     def __post_init__(self):
-        common.validate_fields(
+        check_config(
             self,
-            {
-                "hidden_sizes": check_sizes,
-                "learning_rate": check_positive,
-                "num_steps": common.at_least(0),
-                "sigma_1": check_positive,
-                "sigma_2": check_positive,
-                "mixture_weight": common.unit_interval,
-                "num_index_samples": common.at_least(1),
-                "kl_scale": check_nonnegative,
-            },
+            sigma_1=check_positive,
+            sigma_2=check_positive,
+            mixture_weight=unit_interval,
+            num_index_samples=at_least(1),
+            kl_scale=check_nonnegative,
         )
         check_choice("kl_method", self.kl_method, KL_METHODS)
         if self.kl_method == "analytical" and self.mixture_weight not in (0.0, 1.0):
@@ -120,6 +109,14 @@ class BBBConfig:
         """"first", "second" or "mixture": the prior components present (static)."""
         return prior_form(self.mixture_weight)
 
+    @property
+    def unused_traced(self) -> tuple[str, ...]:
+        """The traced hyperparameters this setting's prior form never reads: the
+        other component's sigma and the mixture weight when pi is exactly 0 or 1."""
+        return {"first": ("sigma_2", "mixture_weight"), "second": ("sigma_1", "mixture_weight")}.get(
+            self.prior_form, ()
+        )
+
 
 class BBBParams(NamedTuple):
     mu: tuple  # layers {"w": [in, out], "b": [out]}: posterior means
@@ -131,28 +128,7 @@ class BBBState(NamedTuple):
     opt_state: Any  # optax.adam state
 
 
-class BBBHyper(NamedTuple):
-    """bbb's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
-
-    learning_rate: jax.Array
-    sigma_1: jax.Array  # std of the first prior component
-    sigma_2: jax.Array  # std of the second prior component
-    mixture_weight: jax.Array  # pi; used only when the prior form is "mixture"
-    kl_scale: jax.Array  # base of the decayed KL weight
-    temperature: jax.Array  # the problem's beta, which scales the decayed KL weight
-
-
-def hyperparameters(spec: ProblemSpec, config: BBBConfig) -> BBBHyper:
-    """The hyper leaves of a bbb agent for ``spec`` and ``config``."""
-    return as_hyper(
-        BBBHyper,
-        learning_rate=config.learning_rate,
-        sigma_1=config.sigma_1,
-        sigma_2=config.sigma_2,
-        mixture_weight=config.mixture_weight,
-        kl_scale=config.kl_scale,
-        temperature=spec.temperature,
-    )
+BBBHyper = core.hyper_class(BBBConfig)
 
 
 def prior_form(mixture_weight: float) -> str:
@@ -164,24 +140,9 @@ def prior_form(mixture_weight: float) -> str:
     return "mixture"
 
 
-def _kl_weight(hyper: BBBHyper, num_seen: jax.Array, *, input_dim: int, regularization: str):
-    return decayed_weight(
-        hyper.kl_scale,
-        num_seen,
-        input_dim=input_dim,
-        temperature=hyper.temperature,
-        mode=regularization,
-    )
-
-
 def kl_weight(spec: ProblemSpec, config: BBBConfig, num_seen: jax.Array) -> jax.Array:
     """Weight of KL(q || p) in the per-example loss after num_seen observations. Returns []."""
-    return _kl_weight(
-        hyperparameters(spec, config),
-        num_seen,
-        input_dim=spec.input_dim,
-        regularization=spec.regularization,
-    )
+    return core.config_weight(core.penalty_weight, spec, config, num_seen, base="kl_scale")
 
 
 def _sigma(rho: jax.Array) -> jax.Array:
@@ -252,33 +213,35 @@ def sampled_kl(
     return sum(jax.tree.leaves(jax.tree.map(leaf, weights, params.mu, params.rho)))
 
 
-@functools.lru_cache(maxsize=None)
+@core.cached_functions
 def _functions(
+    *,
     hidden_sizes: tuple[int, ...],
     num_classes: int,
     input_dim: int,
     regularization: str,
     num_index_samples: int,
+    kl_method: str,
     analytical: bool,
     form: str,
 ):
-    """bbb's functions for one static setting; the same objects for the same
-    setting, so every bbb agent of that shape shares its compiled programs."""
+    """bbb's functions for one static setting (analytical and form are what
+    kl_method and the mixture weight decide)."""
+    del kl_method
     sizes = (input_dim, *hidden_sizes, num_classes)
-    shape_spec = ProblemSpec(input_dim=input_dim, num_classes=num_classes)  # for shape checks
     init_rho = math.log(math.expm1(_INIT_SIGMA))  # softplus^{-1}(_INIT_SIGMA)
 
-    def init(hyper: BBBHyper, key: jax.Array) -> BBBState:
+    def init(hyper: Any, key: jax.Array) -> BBBState:
         mu = init_mlp_layers(key, sizes)
         rho = jax.tree.map(lambda m: jnp.full_like(m, init_rho), mu)
         params = BBBParams(mu=mu, rho=rho)
-        return BBBState(params=params, opt_state=adam(hyper.learning_rate).init(params))
+        return BBBState(params=params, opt_state=core.init_optimizer(hyper, params))
 
     def one_sample_loss(
-        params: BBBParams, key: jax.Array, hyper: BBBHyper, batch: Batch, weight: jax.Array
+        params: BBBParams, key: jax.Array, hyper: Any, batch: Batch, weight: jax.Array
     ) -> jax.Array:
         weights = sample_weights(params, key)
-        data_loss = common.mean_cross_entropy(common.relu_mlp(weights, batch.x), batch.y)
+        data_loss = mean_cross_entropy(relu_mlp(weights, batch.x), batch.y)
         if analytical:
             prior_std = hyper.sigma_1 if form == "first" else hyper.sigma_2
             kl = analytical_kl(params, prior_std)
@@ -286,9 +249,11 @@ def _functions(
             kl = sampled_kl(params, weights, hyper, form)
         return data_loss + weight * kl
 
-    def loss_fn(params: BBBParams, hyper: BBBHyper, batch: Batch, key: jax.Array) -> jax.Array:
-        weight = _kl_weight(
-            hyper, batch.num_seen, input_dim=input_dim, regularization=regularization
+    def loss(params: BBBParams, hyper: Any, state: BBBState, batch: Batch, key: jax.Array) -> jax.Array:
+        """The key draws the num_index_samples weight samples."""
+        del state
+        weight = core.penalty_weight(
+            hyper, batch.num_seen, input_dim=input_dim, mode=regularization, base="kl_scale"
         )
         keys = jax.random.split(key, num_index_samples)
         losses = jax.vmap(one_sample_loss, (None, 0, None, None, None))(
@@ -296,31 +261,16 @@ def _functions(
         )
         return losses.mean()
 
-    def update(hyper: BBBHyper, key: jax.Array, state: BBBState, batch: Batch) -> BBBState:
-        common.check_batch(batch.x, batch.y, shape_spec, "bbb update")
-        params, opt_state = sgd_step(
-            loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch, key
-        )
-        return BBBState(params=params, opt_state=opt_state)
-
-    def sample_logits(hyper: BBBHyper, key: jax.Array, state: BBBState, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: Any, key: jax.Array, state: BBBState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [n, C]: one weight draw shared by all n inputs."""
         del hyper
-        common.check_inputs(x, shape_spec, "bbb sample_logits")
-        return common.relu_mlp(sample_weights(state.params, key), x)
+        return relu_mlp(sample_weights(state.params, key), x)
 
-    return init, update, sample_logits
+    return init, core.sgd_update(loss), sample_logits
 
 
 def make_bbb(spec: ProblemSpec, config: BBBConfig = BBBConfig()) -> Agent:
     """Bayes by Backprop agent for ``spec``. See the module docstring for the loss."""
-    functions = _functions(
-        tuple(config.hidden_sizes),
-        spec.num_classes,
-        spec.input_dim,
-        spec.regularization,
-        config.num_index_samples,
-        config.analytical_kl,
-        config.prior_form,
+    return core.make_agent(
+        _functions, spec, config, name="bbb", analytical=config.analytical_kl, form=config.prior_form
     )
-    return bind(hyperparameters(spec, config), *functions, num_steps=config.num_steps, name="bbb")

@@ -18,22 +18,22 @@ why its record says ``update_mode="online"``:
   the exact posterior; ``num_steps`` is 1 so ``fit`` does exactly that when its
   batch is the full data set.
 
-Static: the number of arms (input_dim). Data (``BetaBernoulliHyper``):
+Static: the number of arms (input_dim). Traced (agents/core.py):
 prior_alpha and prior_beta, so one compiled program serves every prior.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import check_positive
+from decision_bench.agents._src.checks import check_config
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import as_hyper, bind
+from decision_bench.agents import core
 from decision_bench.specs import ProblemSpec
 
 
@@ -41,12 +41,14 @@ from decision_bench.specs import ProblemSpec
 class BetaBernoulliConfig:
     """Beta(prior_alpha, prior_beta) on every arm; Beta(1, 1) is the U(0, 1) coins prior."""
 
-    prior_alpha: float = 1.0
-    prior_beta: float = 1.0
+    prior_alpha: float = core.traced(1.0)
+    prior_beta: float = core.traced(1.0)
+
+    # The problem's temperature is bound like every family's, but never read.
+    unused_traced: ClassVar[tuple[str, ...]] = ("temperature",)
 
     def __post_init__(self):
-        object.__setattr__(self, "prior_alpha", check_positive("prior_alpha", self.prior_alpha))
-        object.__setattr__(self, "prior_beta", check_positive("prior_beta", self.prior_beta))
+        check_config(self, prior_alpha=check_positive, prior_beta=check_positive)
 
 
 class BetaBernoulliState(NamedTuple):
@@ -64,18 +66,15 @@ def _logits(p: jax.Array) -> jax.Array:
     return jnp.stack([jnp.log1p(-p), jnp.log(p)], axis=-1)
 
 
-class BetaBernoulliHyper(NamedTuple):
-    """The Beta prior of every arm, [] f32 leaves (see agents/core.py)."""
-
-    prior_alpha: jax.Array
-    prior_beta: jax.Array
+BetaBernoulliHyper = core.hyper_class(BetaBernoulliConfig)
 
 
-@functools.lru_cache(maxsize=None)
-def _functions(num_arms: int):
-    """The agent's functions for one number of arms (the same objects each time)."""
+@core.cached_functions
+def _functions(*, input_dim: int, num_classes: int):
+    """The agent's functions for one number of arms (input_dim)."""
+    num_arms = input_dim
 
-    def init(hyper: BetaBernoulliHyper, key: jax.Array) -> BetaBernoulliState:
+    def init(hyper: Any, key: jax.Array) -> BetaBernoulliState:
         del key  # the prior is deterministic; the shapes are fixed by num_arms
         return BetaBernoulliState(
             alpha=jnp.full((num_arms,), hyper.prior_alpha, jnp.float32),
@@ -83,7 +82,7 @@ def _functions(num_arms: int):
         )
 
     def update(
-        hyper: BetaBernoulliHyper, key: jax.Array, state: BetaBernoulliState, batch: Batch
+        hyper: Any, key: jax.Array, state: BetaBernoulliState, batch: Batch
     ) -> BetaBernoulliState:
         """Conjugate update with every example of the batch: x [B, A] one-hot, y [B]."""
         del hyper, key
@@ -92,7 +91,7 @@ def _functions(num_arms: int):
         return BetaBernoulliState(alpha=state.alpha + y @ x, beta=state.beta + (1.0 - y) @ x)
 
     def sample_logits(
-        hyper: BetaBernoulliHyper, key: jax.Array, state: BetaBernoulliState, x: jax.Array
+        hyper: Any, key: jax.Array, state: BetaBernoulliState, x: jax.Array
     ) -> jax.Array:
         """One joint draw p ~ Beta(alpha, beta) of all arms, read at x [n, A] -> [n, 2]."""
         del hyper
@@ -108,16 +107,8 @@ def make_beta_bernoulli(spec: ProblemSpec, config: BetaBernoulliConfig) -> Agent
         raise ValueError(
             f"beta_bernoulli needs num_classes = 2 (reward 0 or 1), got {spec.num_classes}"
         )
-    hyper = as_hyper(
-        BetaBernoulliHyper, prior_alpha=config.prior_alpha, prior_beta=config.prior_beta
-    )
-    return bind(
-        hyper,
-        *_functions(spec.input_dim),
-        # None: the posterior is continuous, so there is no finite set of
-        # members to enumerate (a greedy policy averages sampled draws instead).
-        None,
-        num_steps=1,
-        name="beta_bernoulli",
-        update_mode="online",
+    # No member_logits: the posterior is continuous, so there is no finite set of
+    # members to enumerate (a greedy policy averages sampled draws instead).
+    return core.make_agent(
+        _functions, spec, config, name="beta_bernoulli", num_steps=1, update_mode="online"
     )

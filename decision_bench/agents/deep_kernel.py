@@ -37,14 +37,13 @@ batch at the ``Batch.index`` positions, so the rows are the replay positions the
 minibatches have drawn so far.
 
 Static: hidden_sizes, input_dim, num_classes, num_train, spec.regularization.
-Data (``DeepKernelHyper``): l2, learning_rate, temperature, scale_factor,
-sigma_squared_factor.
+Traced (agents/core.py): l2, learning_rate, scale_factor, sigma_squared_factor
+and the problem's temperature.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -52,17 +51,13 @@ import jax.numpy as jnp
 
 from decision_bench._src.validation import check_positive
 from decision_bench.agents import _data_buffer
-from decision_bench.agents._bayes_common import (
-    effective_num_seen,
-    mean_cross_entropy,
-    relu_features,
-    relu_mlp,
-    sum_of_squares,
-)
 from decision_bench.agents._data_buffer import DataBuffer
+from decision_bench.agents._src.checks import check_common
+from decision_bench.agents._src.losses import mean_cross_entropy
+from decision_bench.agents._src.networks import relu_features, relu_mlp
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight, sgd_step
-from decision_bench.agents.mlp import check_common
+from decision_bench.agents import core
+from decision_bench.agents.regularization import true_divisor
 from decision_bench.envs.testbed import Dataset
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
@@ -78,11 +73,11 @@ class DeepKernelConfig:
     sigma_squared_factor in {0.5, 1, 2, 3, 4}."""
 
     hidden_sizes: tuple[int, ...] = (50, 50)  # the last width is the feature dimension m
-    l2: float = 1.0  # weight = l2 * d * sqrt(beta) / T in testbed mode
-    learning_rate: float = 1e-3
+    l2: float = core.traced(1.0)  # weight = l2 * d * sqrt(beta) / T in testbed mode
+    learning_rate: float = core.traced(1e-3)
     num_steps: int = 1000
-    scale_factor: float = 2.0  # c = scale_factor / sqrt(n beta)
-    sigma_squared_factor: float = 4.0  # sigma^2 = sigma_squared_factor * beta
+    scale_factor: float = core.traced(2.0)  # c = scale_factor / sqrt(n beta)
+    sigma_squared_factor: float = core.traced(4.0)  # sigma^2 = sigma_squared_factor * beta
 
     def __post_init__(self):
         check_common(self)
@@ -97,14 +92,7 @@ class DeepKernelState(NamedTuple):
     num_seen: jax.Array  # [] f32: the latest batch's num_seen (T, or t in the bandit)
 
 
-class DeepKernelHyper(NamedTuple):
-    """deep_kernel's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
-
-    l2: jax.Array
-    learning_rate: jax.Array
-    temperature: jax.Array  # the problem's beta
-    scale_factor: jax.Array
-    sigma_squared_factor: jax.Array
+DeepKernelHyper = core.hyper_class(DeepKernelConfig)
 
 
 def features(params: Any, x: jax.Array) -> jax.Array:
@@ -124,18 +112,18 @@ def head_factor(train_features: jax.Array, sigma_squared: jax.Array) -> jax.Arra
     return jnp.sqrt(sigma_squared) * inv_t
 
 
-def _head_factor_of(hyper: DeepKernelHyper, state: DeepKernelState) -> jax.Array:
+def _head_factor_of(hyper: Any, state: DeepKernelState) -> jax.Array:
     """head_factor on the stored rows under the current network."""
     phi = features(state.params, state.data.x) * (state.data.seen[:, None] > 0)
     return head_factor(phi, hyper.sigma_squared_factor * hyper.temperature)
 
 
-def logit_scale(hyper: DeepKernelHyper, num_seen: jax.Array) -> jax.Array:
+def logit_scale(hyper: Any, num_seen: jax.Array) -> jax.Array:
     """c = scale_factor / sqrt(max(n, 1) beta), a [] f32."""
-    return hyper.scale_factor / jnp.sqrt(effective_num_seen(num_seen) * hyper.temperature)
+    return hyper.scale_factor / jnp.sqrt(true_divisor(num_seen) * hyper.temperature)
 
 
-def logit_covariance(hyper: DeepKernelHyper, state: DeepKernelState, x: jax.Array) -> jax.Array:
+def logit_covariance(hyper: Any, state: DeepKernelState, x: jax.Array) -> jax.Array:
     """The covariance [n, n] across inputs x [n, d] of one class's sampled logit
     (the same for every class; classes are independent): c^2 phi A A^T phi^T."""
     a = _head_factor_of(hyper, state)
@@ -143,9 +131,9 @@ def logit_covariance(hyper: DeepKernelHyper, state: DeepKernelState, x: jax.Arra
     return jnp.square(logit_scale(hyper, state.num_seen)) * phi_a @ phi_a.T
 
 
-@functools.lru_cache(maxsize=None)
+@core.cached_functions
 def _functions(
-    hidden_sizes: tuple[int, ...], input_dim: int, num_classes: int, capacity: int, regularization: str
+    *, hidden_sizes: tuple[int, ...], input_dim: int, num_classes: int, capacity: int, regularization: str
 ):
     """deep_kernel's functions for one static setting (the same objects each time)."""
     sizes = (input_dim, *hidden_sizes, num_classes)
@@ -155,28 +143,27 @@ def _functions(
         params = init_mlp_layers(key, sizes)
         return DeepKernelState(
             params=params,
-            opt_state=adam(hyper.learning_rate).init(params),
+            opt_state=core.init_optimizer(hyper, params),
             data=_data_buffer.empty(capacity, input_dim),
             num_seen=jnp.zeros((), jnp.float32),
         )
 
-    def loss_fn(params: Any, hyper: DeepKernelHyper, batch: Batch) -> jax.Array:
-        weight = hyper_l2_weight(hyper, batch.num_seen, input_dim=input_dim, mode=regularization)
-        return mean_cross_entropy(relu_mlp(params, batch.x), batch.y) + weight * sum_of_squares(params)
+    def loss(params: Any, hyper: Any, state: DeepKernelState, batch: Batch, key: jax.Array) -> jax.Array:
+        del state, key  # a deterministic loss of the params alone
+        penalty = core.l2_penalty(hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization)
+        return mean_cross_entropy(relu_mlp(params, batch.x), batch.y) + penalty
 
-    def update(hyper: DeepKernelHyper, key: jax.Array, state: DeepKernelState, batch: Batch) -> DeepKernelState:
+    train = core.sgd_update(loss)
+
+    def update(hyper: Any, key: jax.Array, state: DeepKernelState, batch: Batch) -> DeepKernelState:
         """One Adam step on the batch; stores its examples for the kernel."""
-        del key  # deterministic gradient step
-        params, opt_state = sgd_step(loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch)
-        return DeepKernelState(
-            params=params,
-            opt_state=opt_state,
+        return train(hyper, key, state, batch)._replace(
             data=_data_buffer.write(state.data, batch),
             num_seen=jnp.asarray(batch.num_seen, jnp.float32),
         )
 
     def fit_data(
-        hyper: DeepKernelHyper, key: jax.Array, state: DeepKernelState, data: Dataset, num_train: jax.Array
+        hyper: Any, key: jax.Array, state: DeepKernelState, data: Dataset, num_train: jax.Array
     ) -> DeepKernelState:
         """Stores the first num_train rows of data (x [rows, d], y [rows]) for the kernel."""
         del hyper, key  # the network is trained by update
@@ -185,29 +172,16 @@ def _functions(
             num_seen=jnp.asarray(num_train, jnp.float32),
         )
 
-    def sample_logits(hyper: DeepKernelHyper, key: jax.Array, state: DeepKernelState, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: Any, key: jax.Array, state: DeepKernelState, x: jax.Array) -> jax.Array:
         """One joint draw of the linear head, applied to all of x [n, d] -> [n, C]."""
         zeta = jax.random.normal(key, (width, num_classes), jnp.float32)
         delta = _head_factor_of(hyper, state) @ zeta  # [m, C] ~ N(0, sigma^2 M^-1) per class
         scale = logit_scale(hyper, state.num_seen)
         return relu_mlp(state.params, x) + scale * features(state.params, x) @ delta
 
-    return init, update, sample_logits, fit_data
+    return init, update, sample_logits, None, fit_data
 
 
 def make_deep_kernel(spec: ProblemSpec, config: DeepKernelConfig) -> Agent:
-    init, update, sample_logits, fit_data = _functions(
-        tuple(config.hidden_sizes), spec.input_dim, spec.num_classes, spec.num_train, spec.regularization
-    )
-    hyper = as_hyper(
-        DeepKernelHyper,
-        l2=config.l2,
-        learning_rate=config.learning_rate,
-        temperature=spec.temperature,
-        scale_factor=config.scale_factor,
-        sigma_squared_factor=config.sigma_squared_factor,
-    )
-    # member_logits None: the head's posterior is continuous.
-    return bind(
-        hyper, init, update, sample_logits, None, fit_data=fit_data, num_steps=config.num_steps, name="deep_kernel"
-    )
+    # No member_logits: the head's posterior is continuous.
+    return core.make_agent(_functions, spec, config, name="deep_kernel", capacity=spec.num_train)

@@ -12,29 +12,26 @@ testbed ``l * d * sqrt(beta) / T`` (the reference's adaptive scale, its default;
 the unscaled Gal & Ghahramani form is ``l**2 (1 - p) / (2 T)``), sequential
 ``2 * sqrt(beta) * l / t``. The penalty is ``weight * sum(theta**2)``.
 
-Hyperparameters are data (agents/core.py): the dropout rate, length scale,
-learning rate and the problem's temperature are [] f32 leaves of
-``DropoutHyper``; hidden sizes, number of classes, input dimension and
-regularisation mode fix the compiled programs (``_functions``), num_steps only
-the length of ``fit``'s loop.
+Traced (agents/core.py): the dropout rate, length scale, learning rate and the
+problem's temperature. Static: hidden sizes, number of classes, input dimension
+and regularisation mode; num_steps sets only the length of ``fit``'s loop.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import check_positive
+from decision_bench.agents._src.checks import check_common
+from decision_bench.agents._src.losses import cross_entropy
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import adam, as_hyper, bind, sgd_step
-from decision_bench.agents.mlp import check_common, cross_entropy, sum_of_squares
-from decision_bench.agents.regularization import decayed_weight
+from decision_bench.agents import core
 from decision_bench.priors import truncated_normal_init
 from decision_bench.specs import ProblemSpec
 
@@ -54,10 +51,10 @@ def check_rate(name: str, value: Any) -> float:
 class DropoutConfig:
     """dropout defaults (paper 000, App. C.3): rate 0.1, length scale 1, hidden (100, 100)."""
 
-    dropout_rate: float = 0.1  # drop probability of each hidden unit, in [0, 1)
-    length_scale: float = 1.0  # l; L2 weight = l * d * sqrt(beta) / T in testbed mode
+    dropout_rate: float = core.traced(0.1)  # drop probability of each hidden unit, in [0, 1)
+    length_scale: float = core.traced(1.0)  # l; L2 weight = l * d * sqrt(beta) / T in testbed mode
     hidden_sizes: tuple[int, ...] = (100, 100)
-    learning_rate: float = 1e-3
+    learning_rate: float = core.traced(1e-3)
     num_steps: int = 1000
 
     def __post_init__(self):
@@ -112,96 +109,42 @@ class DropoutMLP(nn.Module):
         return nn.Dense(self.num_classes, kernel_init=truncated_normal_init)(x)
 
 
-class DropoutState(NamedTuple):
-    params: Any  # flax params of DropoutMLP
-    opt_state: Any
-
-
-class DropoutHyper(NamedTuple):
-    """dropout's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
-
-    dropout_rate: jax.Array
-    length_scale: jax.Array  # base of the decayed L2 weight
-    learning_rate: jax.Array
-    temperature: jax.Array  # the problem's beta, which scales the decayed L2 weight
-
-
-def hyperparameters(spec: ProblemSpec, config: DropoutConfig) -> DropoutHyper:
-    """The hyper leaves of a dropout agent for ``spec`` and ``config``."""
-    return as_hyper(
-        DropoutHyper,
-        dropout_rate=config.dropout_rate,
-        length_scale=config.length_scale,
-        learning_rate=config.learning_rate,
-        temperature=spec.temperature,
-    )
-
-
-def _l2_weight(
-    hyper: DropoutHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
-) -> jax.Array:
-    return decayed_weight(
-        hyper.length_scale,
-        num_seen,
-        input_dim=input_dim,
-        temperature=hyper.temperature,
-        mode=regularization,
-    )
+DropoutState = core.TrainState  # params: flax params of DropoutMLP
+DropoutHyper = core.hyper_class(DropoutConfig)
 
 
 def l2_weight(spec: ProblemSpec, config: DropoutConfig, num_seen: jax.Array) -> jax.Array:
     """l * d * sqrt(beta) / T (testbed) or 2 * sqrt(beta) * l / t (sequential). [] f32."""
-    return _l2_weight(
-        hyperparameters(spec, config),
-        num_seen,
-        input_dim=spec.input_dim,
-        regularization=spec.regularization,
-    )
+    return core.config_weight(core.penalty_weight, spec, config, num_seen, base="length_scale")
 
 
-@functools.lru_cache(maxsize=None)
-def _functions(
-    hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, regularization: str
-):
+@core.cached_functions
+def _functions(*, hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, regularization: str):
     """dropout's functions for one static setting; the same objects for the same
     setting, so every dropout agent of that shape shares its compiled programs."""
     train_net = DropoutMLP(hidden_sizes, num_classes, share_mask=False)
     sample_net = DropoutMLP(hidden_sizes, num_classes, share_mask=True)
 
-    def init(hyper: DropoutHyper, key: jax.Array) -> DropoutState:
+    def init(hyper: Any, key: jax.Array) -> core.TrainState:
         dummy = jnp.zeros((1, input_dim), jnp.float32)
         params = train_net.init(key, dummy, hyper.dropout_rate, deterministic=True)
-        return DropoutState(params=params, opt_state=adam(hyper.learning_rate).init(params))
+        return core.TrainState(params=params, opt_state=core.init_optimizer(hyper, params))
 
-    def loss_fn(params: Any, hyper: DropoutHyper, batch: Batch, key: jax.Array) -> jax.Array:
+    def loss(params: Any, hyper: Any, state: core.TrainState, batch: Batch, key: jax.Array) -> jax.Array:
+        """The key draws the training masks, one per example."""
+        del state
         logits = train_net.apply(params, batch.x, hyper.dropout_rate, rngs={"dropout": key})
         data_loss = cross_entropy(logits, batch.y).mean()
-        weight = _l2_weight(
-            hyper, batch.num_seen, input_dim=input_dim, regularization=regularization
+        return data_loss + core.l2_penalty(
+            hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization, base="length_scale"
         )
-        return data_loss + weight * sum_of_squares(params)
 
-    def update(
-        hyper: DropoutHyper, key: jax.Array, state: DropoutState, batch: Batch
-    ) -> DropoutState:
-        params, opt_state = sgd_step(
-            loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, batch, key
-        )
-        return DropoutState(params=params, opt_state=opt_state)
-
-    def sample_logits(
-        hyper: DropoutHyper, key: jax.Array, state: DropoutState, x: jax.Array
-    ) -> jax.Array:
+    def sample_logits(hyper: Any, key: jax.Array, state: core.TrainState, x: jax.Array) -> jax.Array:
         """One dropout mask (from key) applied to all n inputs: [n, d] -> [n, C]."""
         return sample_net.apply(state.params, x, hyper.dropout_rate, rngs={"dropout": key})
 
-    return init, update, sample_logits
+    return init, core.sgd_update(loss), sample_logits
 
 
 def make_dropout(spec: ProblemSpec, config: DropoutConfig) -> Agent:
-    functions = _functions(
-        tuple(config.hidden_sizes), spec.num_classes, spec.input_dim, spec.regularization
-    )
-    return bind(
-        hyperparameters(spec, config), *functions, num_steps=config.num_steps, name="dropout"
-    )
+    return core.make_agent(_functions, spec, config, name="dropout")

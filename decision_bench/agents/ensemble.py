@@ -32,16 +32,17 @@ drawn at init and stored; a batch looks them up at ``Batch.index % length``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import check_choice, check_int, check_nonnegative, check_sizes
+from decision_bench.agents._src.checks import check_common
+from decision_bench.agents._src.losses import cross_entropy, sum_of_squares
+from decision_bench.agents._src.networks import MLP
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight, sgd_step
-from decision_bench.agents.mlp import MLP, check_common, cross_entropy, sum_of_squares
+from decision_bench.agents import core
 from decision_bench.priors import init_mlp_layers, mlp_forward
 from decision_bench.specs import ProblemSpec
 
@@ -60,8 +61,8 @@ class EnsembleConfig:
 
     num_ensemble: int = 100  # M
     hidden_sizes: tuple[int, ...] = (50, 50)
-    l2: float = 1.0  # lambda; weight = l2 * d * sqrt(beta) / (M T) on the sum over members
-    learning_rate: float = 1e-3
+    l2: float = core.traced(1.0)  # lambda; weight = l2 * d * sqrt(beta) / (M T) on the sum over members
+    learning_rate: float = core.traced(1e-3)
     num_steps: int = 1000
     member_sampling: str = "with_replacement"  # "with_replacement" (reference) | "all"
 
@@ -75,7 +76,7 @@ class EnsembleConfig:
 class EnsemblePlusConfig(EnsembleConfig):
     """ensemble+ defaults (paper 000, App. C.6): ensemble plus prior networks, scale 3."""
 
-    prior_scale: float = 3.0  # prior output multiplied by prior_scale / sqrt(beta)
+    prior_scale: float = core.traced(3.0)  # prior output multiplied by prior_scale / sqrt(beta)
     prior_hidden_sizes: tuple[int, ...] = (50, 50)  # the generative MLP's architecture
     bootstrap: str = "none"  # "none" | "exponential" | "bernoulli"
     bootstrap_size: int | None = None  # weights per member; None: T, or 10,000 if T = 0
@@ -93,9 +94,7 @@ class EnsemblePlusConfig(EnsembleConfig):
             )
 
 
-class EnsembleState(NamedTuple):
-    params: Any  # flax MLP params, every leaf with a leading [M] axis
-    opt_state: Any  # optax.adam state of the stacked params
+EnsembleState = core.TrainState  # params: flax MLP params, every leaf with a leading [M] axis
 
 
 class EnsemblePlusState(NamedTuple):
@@ -105,29 +104,14 @@ class EnsemblePlusState(NamedTuple):
     bootstrap_weights: jax.Array  # [M, L] f32, mean 1 (L = 1 for "none")
 
 
-class EnsembleHyper(NamedTuple):
-    """Real-valued hyperparameters, [] f32 leaves (see agents/core.py); prior_scale
-    is unused by ensemble (it has no prior networks)."""
-
-    l2: jax.Array
-    learning_rate: jax.Array
-    prior_scale: jax.Array
-    temperature: jax.Array  # the problem's beta: scales the L2 decay and the prior output
+EnsembleHyper = core.hyper_class(EnsembleConfig)
+EnsemblePlusHyper = core.hyper_class(EnsemblePlusConfig)
 
 
 def l2_weight(spec: ProblemSpec, config: EnsembleConfig, num_seen: jax.Array) -> jax.Array:
     """Weight on sum over members of theta**2: l2 * d sqrt(beta) / (M T) (testbed),
     l2 * 2 sqrt(beta) / (M t) (sequential), for a spec and config. Returns a [] f32."""
-    hyper = as_hyper(
-        EnsembleHyper, l2=config.l2, learning_rate=config.learning_rate, prior_scale=0.0,
-        temperature=spec.temperature,
-    )
-    return hyper_l2_weight(
-        hyper, num_seen, input_dim=spec.input_dim, mode=spec.regularization,
-        num_members=config.num_ensemble,
-    )
-
-
+    return core.config_weight(core.penalty_weight, spec, config, num_seen, num_members=config.num_ensemble)
 
 
 def bootstrap_weights(key: jax.Array, kind: str, shape: tuple[int, ...]) -> jax.Array:
@@ -157,25 +141,30 @@ def _select(tree: Any, index: jax.Array) -> Any:
     return jax.tree.map(lambda leaf: leaf[index], tree)
 
 
-@functools.lru_cache(maxsize=None)
+@core.cached_functions
 def _functions(
-    plus: bool,
-    num_members: int,
+    *,
+    num_ensemble: int,
     hidden_sizes: tuple[int, ...],
-    prior_hidden_sizes: tuple[int, ...],
     num_classes: int,
     input_dim: int,
     regularization: str,
     member_sampling: str,
-    bootstrap: str,
     weights_length: int,
+    prior_hidden_sizes: tuple[int, ...] | None = None,
+    bootstrap: str = "none",
+    bootstrap_size: int | None = None,
 ):
-    """The ensemble's functions for one static setting (shapes, modes); every
-    real-valued hyperparameter arrives in ``hyper``."""
+    """The ensemble's functions for one static setting (shapes, modes): ensemble+
+    when it has prior networks (``prior_hidden_sizes``)."""
+    del bootstrap_size  # weights_length is derived from it
+    plus = prior_hidden_sizes is not None
+    num_members = num_ensemble
+    prior_hidden_sizes = prior_hidden_sizes or ()
     net = MLP(hidden_sizes, num_classes, nonzero_first_bias=plus)
     prior_sizes = (input_dim, *prior_hidden_sizes, num_classes)
 
-    def member_forward(hyper: EnsembleHyper, params: Any, prior_params: Any, x: jax.Array) -> jax.Array:
+    def member_forward(hyper: Any, params: Any, prior_params: Any, x: jax.Array) -> jax.Array:
         """One member: x [n, d] -> [n, C]."""
         logits = net.apply(params, x)
         if plus:
@@ -183,7 +172,7 @@ def _functions(
             logits = logits + prior_multiplier * mlp_forward(prior_params, x, "relu")
         return logits
 
-    def all_members(hyper: EnsembleHyper, state: Any, x: jax.Array) -> jax.Array:
+    def all_members(hyper: Any, state: Any, x: jax.Array) -> jax.Array:
         """x [n, d] -> [M, n, C]."""
         prior_params = state.prior_params if plus else None
         prior_axis = 0 if plus else None
@@ -197,13 +186,13 @@ def _functions(
             key, prior_sizes, first_bias_std=input_dim**-0.5, first_bias_truncated=True
         )
 
-    def init(hyper: EnsembleHyper, key: jax.Array) -> Any:
+    def init(hyper: Any, key: jax.Array) -> Any:
         k_net, k_prior, k_boot = jax.random.split(key, 3)
         dummy = jnp.zeros((1, input_dim), jnp.float32)
         params = jax.vmap(net.init, (0, None))(jax.random.split(k_net, num_members), dummy)
-        opt_state = adam(hyper.learning_rate).init(params)
+        opt_state = core.init_optimizer(hyper, params)
         if not plus:
-            return EnsembleState(params=params, opt_state=opt_state)
+            return core.TrainState(params=params, opt_state=opt_state)
         return EnsemblePlusState(
             params=params,
             opt_state=opt_state,
@@ -211,69 +200,36 @@ def _functions(
             bootstrap_weights=bootstrap_weights(k_boot, bootstrap, (num_members, weights_length)),
         )
 
-    def loss_fn(params: Any, hyper: EnsembleHyper, state: Any, batch: Batch, key: jax.Array) -> jax.Array:
+    def loss(params: Any, hyper: Any, state: Any, batch: Batch, key: jax.Array) -> jax.Array:
+        """The key draws this step's member indices; bootstrap weights were drawn at init."""
         logits = all_members(hyper, state._replace(params=params), batch.x)  # [M, B, C]
         xent = cross_entropy(logits, batch.y)  # [M, B]
         if plus:
             xent = xent * state.bootstrap_weights[:, batch.index % weights_length]
         weights = member_weights(key, num_members, member_sampling)  # [M]
         data_loss = (weights * xent.mean(axis=1)).sum()
-        decay = hyper_l2_weight(
-            hyper,
-            batch.num_seen,
-            input_dim=input_dim,
-            mode=regularization,
-            num_members=num_members,
+        decay = core.penalty_weight(
+            hyper, batch.num_seen, input_dim=input_dim, mode=regularization, num_members=num_members
         )
         return data_loss + decay * sum_of_squares(params)
 
-    def update(hyper: EnsembleHyper, key: jax.Array, state: Any, batch: Batch) -> Any:
-        # the key draws this step's member indices; bootstrap weights were drawn at init
-        params, opt_state = sgd_step(  # prior params get no gradient
-            loss_fn, state.params, state.opt_state, hyper.learning_rate, hyper, state, batch, key
-        )
-        return state._replace(params=params, opt_state=opt_state)
-
-    def sample_logits(hyper: EnsembleHyper, key: jax.Array, state: Any, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: Any, key: jax.Array, state: Any, x: jax.Array) -> jax.Array:
         """One member chosen uniformly at random, applied to all n inputs: [n, d] -> [n, C]."""
         member = jax.random.randint(key, (), 0, num_members)
         prior_params = _select(state.prior_params, member) if plus else None
         return member_forward(hyper, _select(state.params, member), prior_params, x)
 
-    return init, update, sample_logits, all_members
+    return init, core.sgd_update(loss), sample_logits, all_members
 
 
 def _build(spec: ProblemSpec, config: EnsembleConfig, plus: bool) -> Agent:
-    weights_length, prior_hidden_sizes, bootstrap, prior_scale = 1, (), "none", 0.0
-    if plus:
-        prior_hidden_sizes, bootstrap = tuple(config.prior_hidden_sizes), config.bootstrap
-        prior_scale = config.prior_scale
-        # "none" keeps a [M, 1] table of ones: the lookup stays the same code and
-        # nothing of size M x L is stored for it.
-        if bootstrap != "none":
-            weights_length = config.bootstrap_size or (spec.num_train or DEFAULT_BOOTSTRAP_SIZE)
-    functions = _functions(
-        plus,
-        config.num_ensemble,
-        tuple(config.hidden_sizes),
-        prior_hidden_sizes,
-        spec.num_classes,
-        spec.input_dim,
-        spec.regularization,
-        config.member_sampling,
-        bootstrap,
-        weights_length,
-    )
-    hyper = as_hyper(
-        EnsembleHyper,
-        l2=config.l2,
-        learning_rate=config.learning_rate,
-        prior_scale=prior_scale,
-        temperature=spec.temperature,
-    )
-    return bind(
-        hyper, *functions, num_steps=config.num_steps, name="ensemble+" if plus else "ensemble"
-    )
+    weights_length = 1
+    # "none" keeps a [M, 1] table of ones: the lookup stays the same code and
+    # nothing of size M x L is stored for it.
+    if plus and config.bootstrap != "none":
+        weights_length = config.bootstrap_size or (spec.num_train or DEFAULT_BOOTSTRAP_SIZE)
+    name = "ensemble+" if plus else "ensemble"
+    return core.make_agent(_functions, spec, config, name=name, weights_length=weights_length)
 
 
 def make_ensemble(spec: ProblemSpec, config: EnsembleConfig) -> Agent:

@@ -29,10 +29,10 @@ Steps: ``num_steps`` (1000), times ``high_data_step_factor`` (10) when
 T / d > ``high_data_ratio`` (500), decided from the spec at construction and
 exposed as ``Agent.num_steps``.
 
-Static settings (one set of functions, compiled once): layer sizes, index_dim,
+Static (one set of functions, compiled once): layer sizes, index_dim,
 num_index_samples, spec.regularization, and the step count (a loop length, so it
 stays static, as do high_data_step_factor and high_data_ratio, which only decide
-it). Data (``EpinetHyper``): l2, l2_exponent, learning_rate, prior_scale and the
+it). Traced (agents/core.py): l2, l2_exponent, learning_rate, prior_scale and the
 problem's temperature. The index sampling, loss, update and sample_logits are
 ``index_core``'s.
 """
@@ -40,22 +40,18 @@ problem's temperature. The index sampling, loss, update and sample_logits are
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from decision_bench._src.validation import (
-    check_nonnegative,
-    check_positive,
-    check_sizes,
-)
-from decision_bench.agents import _bayes_common as common
+from decision_bench._src.validation import check_nonnegative, check_positive, check_sizes
+from decision_bench.agents._src.checks import at_least, check_config
+from decision_bench.agents._src.networks import relu_features, relu_mlp
 from decision_bench.agents.base import Agent
-from decision_bench.agents.core import adam, as_hyper, bind
+from decision_bench.agents import core
 from decision_bench.agents.index_core import index_functions
-from decision_bench.agents.regularization import decayed_weight
+from decision_bench.agents.regularization import true_divisor
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -68,32 +64,26 @@ class EpinetConfig:
     index_dim: int = 8
     epinet_hidden_sizes: tuple[int, ...] = (15, 15)
     prior_hidden_sizes: tuple[int, ...] = (5, 5)  # each of the index_dim prior MLPs
-    prior_scale: float = 0.3  # prior output multiplied by prior_scale / beta
-    l2: float = 0.2
-    l2_exponent: float = 0.7  # testbed weight l2 * (d / T)**l2_exponent
+    prior_scale: float = core.traced(0.3)  # prior output multiplied by prior_scale / beta
+    l2: float = core.traced(0.2)
+    l2_exponent: float = core.traced(0.7)  # testbed weight l2 * (d / T)**l2_exponent
     num_index_samples: int = 8  # index draws averaged per gradient step
-    learning_rate: float = 1e-3  # Adam
+    learning_rate: float = core.traced(1e-3)  # Adam
     num_steps: int = 1000
     high_data_step_factor: int = 10  # num_steps multiplier when T / d > high_data_ratio
-    high_data_ratio: float = 500.0
+    high_data_ratio: float = core.static(500.0)  # decides the step count, a loop length
 
     def __post_init__(self):
-        common.validate_fields(
+        check_config(
             self,
-            {
-                "hidden_sizes": check_sizes,
-                "index_dim": common.at_least(1),
-                "epinet_hidden_sizes": check_sizes,
-                "prior_hidden_sizes": check_sizes,
-                "prior_scale": check_nonnegative,
-                "l2": check_nonnegative,
-                "l2_exponent": check_nonnegative,
-                "num_index_samples": common.at_least(1),
-                "learning_rate": check_positive,
-                "num_steps": common.at_least(0),
-                "high_data_step_factor": common.at_least(1),
-                "high_data_ratio": check_positive,
-            },
+            index_dim=at_least(1),
+            epinet_hidden_sizes=check_sizes,
+            prior_hidden_sizes=check_sizes,
+            prior_scale=check_nonnegative,
+            l2_exponent=check_nonnegative,
+            num_index_samples=at_least(1),
+            high_data_step_factor=at_least(1),
+            high_data_ratio=check_positive,
         )
 
 
@@ -108,52 +98,19 @@ class EpinetState(NamedTuple):
     prior: tuple  # D stacked prior MLPs, every leaf with a leading [D] axis; fixed
 
 
-class EpinetHyper(NamedTuple):
-    """The epinet's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
-
-    l2: jax.Array
-    l2_exponent: jax.Array
-    learning_rate: jax.Array
-    prior_scale: jax.Array
-    temperature: jax.Array  # the problem's beta: scales the prior output (and sequential L2)
-
-
-def hyper_of(spec: ProblemSpec, config: EpinetConfig) -> EpinetHyper:
-    """The hyperparameter leaves of ``config`` on ``spec``."""
-    return as_hyper(
-        EpinetHyper,
-        l2=config.l2,
-        l2_exponent=config.l2_exponent,
-        learning_rate=config.learning_rate,
-        prior_scale=config.prior_scale,
-        temperature=spec.temperature,
-    )
+EpinetHyper = core.hyper_class(EpinetConfig)
 
 
 def l2_weight(spec: ProblemSpec, config: EpinetConfig, num_seen: jax.Array) -> jax.Array:
     """The L2 weight on base + epinet parameters after num_seen observations. Returns []."""
-    return _l2_weight(
-        hyper_of(spec, config),
-        num_seen,
-        input_dim=spec.input_dim,
-        regularization=spec.regularization,
-    )
+    return core.config_weight(_l2_weight, spec, config, num_seen)
 
 
-def _l2_weight(
-    hyper: EpinetHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
-) -> jax.Array:
-    """The weight above from the hyperparameter leaves."""
-    if regularization == "testbed":
-        n = common.effective_num_seen(num_seen)
-        return hyper.l2 * (input_dim / n) ** hyper.l2_exponent
-    return decayed_weight(
-        hyper.l2,
-        num_seen,
-        input_dim=input_dim,
-        temperature=hyper.temperature,
-        mode=regularization,
-    )
+def _l2_weight(hyper: Any, num_seen: jax.Array, *, input_dim: int, mode: str) -> jax.Array:
+    """The weight above from the hyper."""
+    if mode == "testbed":
+        return hyper.l2 * (input_dim / true_divisor(num_seen)) ** hyper.l2_exponent
+    return core.penalty_weight(hyper, num_seen, input_dim=input_dim, mode=mode)
 
 
 def default_num_steps(spec: ProblemSpec, config: EpinetConfig) -> int:
@@ -163,8 +120,9 @@ def default_num_steps(spec: ProblemSpec, config: EpinetConfig) -> int:
     return config.num_steps
 
 
-@functools.lru_cache(maxsize=None)
+@core.cached_functions
 def _functions(
+    *,
     hidden_sizes: tuple[int, ...],
     epinet_hidden_sizes: tuple[int, ...],
     prior_hidden_sizes: tuple[int, ...],
@@ -173,16 +131,18 @@ def _functions(
     index_dim: int,
     num_index_samples: int,
     regularization: str,
+    high_data_step_factor: int,
+    high_data_ratio: float,
 ):
-    """The epinet's functions for one static setting; the same objects for the
-    same setting, so every epinet of that shape shares its compiled programs."""
+    """The epinet's functions for one static setting."""
+    del high_data_step_factor, high_data_ratio  # they decide only the step count
     d, c = input_dim, num_classes
     base_sizes = (d, *hidden_sizes, c)
     epinet_in = hidden_sizes[-1] + d + index_dim
     epinet_sizes = (epinet_in, *epinet_hidden_sizes, c * index_dim)
     prior_sizes = (d, *prior_hidden_sizes, c)
 
-    def init(hyper: EpinetHyper, key: jax.Array) -> EpinetState:
+    def init(hyper: Any, key: jax.Array) -> EpinetState:
         k_base, k_epi, k_prior = jax.random.split(key, 3)
         params = EpinetParams(
             base=init_mlp_layers(k_base, base_sizes),
@@ -192,63 +152,50 @@ def _functions(
             jax.random.split(k_prior, index_dim)
         )
         return EpinetState(
-            params=params, opt_state=adam(hyper.learning_rate).init(params), prior=prior
+            params=params, opt_state=core.init_optimizer(hyper, params), prior=prior
         )
 
     def prior_outputs(state: EpinetState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [D, n, C]: every prior MLP at once; independent of z, so a
         training step computes it once for all index samples."""
-        return jax.vmap(common.relu_mlp, (0, None))(state.prior, x)
+        return jax.vmap(relu_mlp, (0, None))(state.prior, x)
 
     def logits(
-        hyper: EpinetHyper,
+        hyper: Any,
         params: EpinetParams,
         prior_out: jax.Array,
         z: jax.Array,
         x: jax.Array,
     ) -> jax.Array:
         """z [D], x [n, d], prior_out [D, n, C] -> [n, C]."""
-        hidden = common.relu_features(params.base, x)  # [n, H]
+        hidden = relu_features(params.base, x)  # [n, H]
         base = hidden @ params.base[-1]["w"] + params.base[-1]["b"]
         # The base is trained through `base`; the epinet only reads the features.
         features = jax.lax.stop_gradient(hidden)
         epi_in = jnp.concatenate([features, x, jnp.broadcast_to(z, (x.shape[0], index_dim))], -1)
-        epi = common.relu_mlp(params.epinet, epi_in).reshape(x.shape[0], c, index_dim) @ z
+        epi = relu_mlp(params.epinet, epi_in).reshape(x.shape[0], c, index_dim) @ z
         prior = jnp.einsum("k,knc->nc", z, prior_out)
         prior_multiplier = hyper.prior_scale / hyper.temperature
         return base + epi + prior_multiplier * prior
 
-    def l2_weight_of(hyper: EpinetHyper, num_seen: jax.Array) -> jax.Array:
-        return _l2_weight(hyper, num_seen, input_dim=input_dim, regularization=regularization)
-
     update, sample_logits = index_functions(
-        name="epinet",
         input_dim=input_dim,
+        regularization=regularization,
         index_dim=index_dim,
         num_index_samples=num_index_samples,
         context=prior_outputs,
         logits=logits,
-        l2_weight=l2_weight_of,
+        l2_weight=_l2_weight,
     )
     return init, update, sample_logits
 
 
 def make_epinet(spec: ProblemSpec, config: EpinetConfig = EpinetConfig()) -> Agent:
     """Epinet agent for ``spec``. See the module docstring."""
-    functions = _functions(
-        tuple(config.hidden_sizes),
-        tuple(config.epinet_hidden_sizes),
-        tuple(config.prior_hidden_sizes),
-        spec.num_classes,
-        spec.input_dim,
-        config.index_dim,
-        config.num_index_samples,
-        spec.regularization,
-    )
-    return bind(
-        hyper_of(spec, config),
-        *functions,
-        None,
-        num_steps=default_num_steps(spec, config),
+    return core.make_agent(
+        _functions,
+        spec,
+        config,
         name="epinet",
+        num_steps=default_num_steps(spec, config),
     )

@@ -21,8 +21,8 @@ l2 * 2 * sqrt(beta) / t (sequential).
 Initialisation: b is the usual LeCun initialisation of the base MLP; A's
 entries are N(0, s^2 / D), so theta(z) starts as a random spread around b.
 
-Static settings (one set of functions, compiled once): layer sizes, index_dim,
-num_index_samples, spec.regularization, num_steps. Data (``HypermodelHyper``): l2,
+Static (one set of functions, compiled once): layer sizes, index_dim,
+num_index_samples, spec.regularization, num_steps. Traced (agents/core.py): l2,
 learning_rate, prior_scale, prior_temperature_power and the problem's temperature.
 The index sampling, loss, update and sample_logits are ``index_core``'s.
 """
@@ -30,7 +30,6 @@ The index sampling, loss, update and sample_logits are ``index_core``'s.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -38,14 +37,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from decision_bench._src.validation import (
-    check_nonnegative,
-    check_positive,
-    check_sizes,
-)
-from decision_bench.agents import _bayes_common as common
+from decision_bench._src.validation import check_nonnegative, check_sizes
+from decision_bench.agents._src.checks import at_least, check_config
+from decision_bench.agents._src.networks import relu_mlp
 from decision_bench.agents.base import Agent
-from decision_bench.agents.core import adam, as_hyper, bind, hyper_l2_weight
+from decision_bench.agents import core
 from decision_bench.agents.index_core import index_functions
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
@@ -59,26 +55,20 @@ class HypermodelConfig:
     index_dim: int = 6
     num_index_samples: int = 16  # index draws averaged per gradient step
     prior_hidden_sizes: tuple[int, ...] = (10,)  # additive prior MLP
-    prior_scale: float = 1.0  # prior output multiplied by prior_scale / beta**power
-    prior_temperature_power: float = 0.5  # 0.5: 1/sqrt(beta) (default), 1: 1/beta
-    l2: float = 1.0  # lambda of the decayed L2 weight
-    learning_rate: float = 1e-3  # Adam
+    prior_scale: float = core.traced(1.0)  # prior output multiplied by prior_scale / beta**power
+    prior_temperature_power: float = core.traced(0.5)  # 0.5: 1/sqrt(beta) (default), 1: 1/beta
+    l2: float = core.traced(1.0)  # lambda of the decayed L2 weight
+    learning_rate: float = core.traced(1e-3)  # Adam
     num_steps: int = 2000
 
     def __post_init__(self):
-        common.validate_fields(
+        check_config(
             self,
-            {
-                "hidden_sizes": check_sizes,
-                "index_dim": common.at_least(1),
-                "num_index_samples": common.at_least(1),
-                "prior_hidden_sizes": check_sizes,
-                "prior_scale": check_nonnegative,
-                "prior_temperature_power": check_nonnegative,
-                "l2": check_nonnegative,
-                "learning_rate": check_positive,
-                "num_steps": common.at_least(0),
-            },
+            index_dim=at_least(1),
+            num_index_samples=at_least(1),
+            prior_hidden_sizes=check_sizes,
+            prior_scale=check_nonnegative,
+            prior_temperature_power=check_nonnegative,
         )
 
 
@@ -93,38 +83,12 @@ class HypermodelState(NamedTuple):
     prior_a: jax.Array  # [P_prior, D] f32: fixed random prior hypermodel
 
 
-class HypermodelHyper(NamedTuple):
-    """The hypermodel's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
-
-    l2: jax.Array
-    learning_rate: jax.Array
-    prior_scale: jax.Array
-    prior_temperature_power: jax.Array
-    temperature: jax.Array  # the problem's beta: scales the L2 decay and the prior output
-
-
-def hyper_of(spec: ProblemSpec, config: HypermodelConfig) -> HypermodelHyper:
-    """The hyperparameter leaves of ``config`` on ``spec``."""
-    return as_hyper(
-        HypermodelHyper,
-        l2=config.l2,
-        learning_rate=config.learning_rate,
-        prior_scale=config.prior_scale,
-        prior_temperature_power=config.prior_temperature_power,
-        temperature=spec.temperature,
-    )
+HypermodelHyper = core.hyper_class(HypermodelConfig)
 
 
 def l2_weight(spec: ProblemSpec, config: HypermodelConfig, num_seen: jax.Array) -> jax.Array:
     """The L2 weight on the hypermodel parameters after num_seen observations. Returns []."""
-    return hyper_l2_weight(
-        hyper_of(spec, config),
-        num_seen,
-        input_dim=spec.input_dim,
-        mode=spec.regularization,
-    )
-
-
+    return core.config_weight(core.penalty_weight, spec, config, num_seen)
 
 
 def _flat_layout(sizes: tuple[int, ...]):
@@ -147,21 +111,24 @@ def _flat_layout(sizes: tuple[int, ...]):
     return unravel, std_flat
 
 
-@functools.lru_cache(maxsize=None)
+@core.cached_functions
 def _functions(
-    base_sizes: tuple[int, ...],
-    prior_sizes: tuple[int, ...],
+    *,
+    hidden_sizes: tuple[int, ...],
+    prior_hidden_sizes: tuple[int, ...],
+    num_classes: int,
+    input_dim: int,
     index_dim: int,
     num_index_samples: int,
     regularization: str,
 ):
     """The hypermodel's functions for one static setting; the same objects for the
     same setting, so every hypermodel of that shape shares its compiled programs."""
+    base_sizes = (input_dim, *hidden_sizes, num_classes)
     unravel_base, base_std = _flat_layout(base_sizes)
-    unravel_prior, prior_std = _flat_layout(prior_sizes)
-    input_dim = base_sizes[0]
+    unravel_prior, prior_std = _flat_layout((input_dim, *prior_hidden_sizes, num_classes))
 
-    def init(hyper: HypermodelHyper, key: jax.Array) -> HypermodelState:
+    def init(hyper: Any, key: jax.Array) -> HypermodelState:
         k_b, k_a, k_prior = jax.random.split(key, 3)
         b, _ = ravel_pytree(init_mlp_layers(k_b, base_sizes))
         a = jax.random.normal(k_a, (b.shape[0], index_dim), jnp.float32)
@@ -170,7 +137,7 @@ def _functions(
         prior_a = prior_a * (prior_std / index_dim**0.5)[:, None]
         params = HypermodelParams(a=a, b=b)
         return HypermodelState(
-            params=params, opt_state=adam(hyper.learning_rate).init(params), prior_a=prior_a
+            params=params, opt_state=core.init_optimizer(hyper, params), prior_a=prior_a
         )
 
     def context(state: HypermodelState, x: jax.Array) -> jax.Array:
@@ -178,7 +145,7 @@ def _functions(
         return state.prior_a
 
     def logits(
-        hyper: HypermodelHyper,
+        hyper: Any,
         params: HypermodelParams,
         prior_a: jax.Array,
         z: jax.Array,
@@ -186,34 +153,22 @@ def _functions(
     ) -> jax.Array:
         """z [D], x [n, d] -> [n, C]."""
         prior_multiplier = hyper.prior_scale / hyper.temperature**hyper.prior_temperature_power
-        base = common.relu_mlp(unravel_base(params.a @ z + params.b), x)
-        prior = common.relu_mlp(unravel_prior(prior_a @ z), x)
+        base = relu_mlp(unravel_base(params.a @ z + params.b), x)
+        prior = relu_mlp(unravel_prior(prior_a @ z), x)
         return base + prior_multiplier * jax.lax.stop_gradient(prior)
 
-    def l2_weight_of(hyper: HypermodelHyper, num_seen: jax.Array) -> jax.Array:
-        return hyper_l2_weight(hyper, num_seen, input_dim=input_dim, mode=regularization)
-
     update, sample_logits = index_functions(
-        name="hypermodel",
         input_dim=input_dim,
+        regularization=regularization,
         index_dim=index_dim,
         num_index_samples=num_index_samples,
         context=context,
         logits=logits,
-        l2_weight=l2_weight_of,
+        l2_weight=core.penalty_weight,
     )
     return init, update, sample_logits
 
 
 def make_hypermodel(spec: ProblemSpec, config: HypermodelConfig = HypermodelConfig()) -> Agent:
     """Linear-hypermodel agent for ``spec``. See the module docstring."""
-    functions = _functions(
-        (spec.input_dim, *config.hidden_sizes, spec.num_classes),
-        (spec.input_dim, *config.prior_hidden_sizes, spec.num_classes),
-        config.index_dim,
-        config.num_index_samples,
-        spec.regularization,
-    )
-    return bind(
-        hyper_of(spec, config), *functions, None, num_steps=config.num_steps, name="hypermodel"
-    )
+    return core.make_agent(_functions, spec, config, name="hypermodel")

@@ -31,23 +31,23 @@ of a batch at its position ``Batch.index``. In the bandit the record says
 ``update_mode="online"``: each observation is stored once, at its replay position.
 
 Static: num_neighbors, weighting, input_dim, num_classes, num_train (buffer rows).
-Data (``KNNHyper``): probability_clip.
+Traced (agents/core.py): probability_clip.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from decision_bench._src.validation import check_choice, check_int
+from decision_bench._src.validation import check_choice
 from decision_bench.agents import _data_buffer
 from decision_bench.agents._data_buffer import DataBuffer
+from decision_bench.agents._src.checks import at_least, check_config
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import as_hyper, bind
+from decision_bench.agents import core
 from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
 
@@ -74,24 +74,21 @@ class KNNConfig:
 
     num_neighbors: int = 3  # paper 000 App. C.8 sweeps {1, 5, 10, 30, 50, 100}
     weighting: str = "uniform"  # "uniform" | "distance"
-    probability_clip: float = 0.01  # probabilities clipped to [clip, 1 - clip]
+    probability_clip: float = core.traced(0.01)  # probabilities clipped to [clip, 1 - clip]
+
+    # The problem's temperature is bound like every family's, but never read.
+    unused_traced: ClassVar[tuple[str, ...]] = ("temperature",)
 
     def __post_init__(self):
-        object.__setattr__(self, "num_neighbors", check_int("num_neighbors", self.num_neighbors, 1))
         check_choice("weighting", self.weighting, WEIGHTINGS)
-        object.__setattr__(
-            self, "probability_clip", check_probability_clip("probability_clip", self.probability_clip)
-        )
+        check_config(self, num_neighbors=at_least(1), probability_clip=check_probability_clip)
 
 
 class KNNState(NamedTuple):
     data: DataBuffer  # the training rows seen so far
 
 
-class KNNHyper(NamedTuple):
-    """knn's real-valued hyperparameter, a [] f32 leaf (see agents/core.py)."""
-
-    probability_clip: jax.Array
+KNNHyper = core.hyper_class(KNNConfig)
 
 
 def clipped_logits(probs: jax.Array, clip: jax.Array) -> jax.Array:
@@ -130,30 +127,32 @@ def neighbour_probabilities(
     return jnp.where(mass > 0.0, totals / jnp.where(mass > 0.0, mass, 1.0), uniform)
 
 
-@functools.lru_cache(maxsize=None)
-def _functions(num_neighbors: int, weighting: str, input_dim: int, num_classes: int, capacity: int):
+@core.cached_functions
+def _functions(
+    *, num_neighbors: int, weighting: str, input_dim: int, num_classes: int, capacity: int
+):
     """knn's functions for one static setting (the same objects each time)."""
 
-    def init(hyper: KNNHyper, key: jax.Array) -> KNNState:
+    def init(hyper: Any, key: jax.Array) -> KNNState:
         del hyper, key  # nothing random: an empty store
         return KNNState(data=_data_buffer.empty(capacity, input_dim))
 
-    def update(hyper: KNNHyper, key: jax.Array, state: KNNState, batch: Batch) -> KNNState:
+    def update(hyper: Any, key: jax.Array, state: KNNState, batch: Batch) -> KNNState:
         """Stores the batch's examples at their positions (no other learning)."""
         del hyper, key
         return KNNState(data=_data_buffer.write(state.data, batch))
 
-    def fit_data(hyper: KNNHyper, key: jax.Array, state: KNNState, data: Dataset, num_train: jax.Array) -> KNNState:
+    def fit_data(hyper: Any, key: jax.Array, state: KNNState, data: Dataset, num_train: jax.Array) -> KNNState:
         """Stores the first num_train rows of data (x [rows, d], y [rows])."""
         del hyper, key, state
         return KNNState(data=_data_buffer.from_dataset(capacity, data, num_train))
 
-    def member_logits(hyper: KNNHyper, state: KNNState, x: jax.Array) -> jax.Array:
+    def member_logits(hyper: Any, state: KNNState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [1, n, C]: one classifier, an ensemble of one."""
         probs = neighbour_probabilities(state.data, x, num_neighbors, weighting, num_classes)
         return clipped_logits(probs, hyper.probability_clip)[None]
 
-    def sample_logits(hyper: KNNHyper, key: jax.Array, state: KNNState, x: jax.Array) -> jax.Array:
+    def sample_logits(hyper: Any, key: jax.Array, state: KNNState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [n, C]; the key is unused: there is no epistemic index."""
         del key
         return member_logits(hyper, state, x)[0]
@@ -162,15 +161,12 @@ def _functions(num_neighbors: int, weighting: str, input_dim: int, num_classes: 
 
 
 def make_knn(spec: ProblemSpec, config: KNNConfig) -> Agent:
-    *functions, fit_data = _functions(
-        config.num_neighbors, config.weighting, spec.input_dim, spec.num_classes, spec.num_train
-    )
-    hyper = as_hyper(KNNHyper, probability_clip=config.probability_clip)
-    return bind(
-        hyper,
-        *functions,
-        fit_data=fit_data,
-        num_steps=0,
+    return core.make_agent(
+        _functions,
+        spec,
+        config,
         name="knn",
+        num_steps=0,
         update_mode="online",
+        capacity=spec.num_train,
     )

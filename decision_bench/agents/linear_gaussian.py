@@ -38,15 +38,15 @@ slightly negative when the fit is near-perfect, so it is clamped at 0 (b_n >= pr
 from __future__ import annotations
 
 import dataclasses
-import functools
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import check_positive
+from decision_bench.agents._src.checks import check_config
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import as_hyper, bind
+from decision_bench.agents import core
 from decision_bench.specs import ProblemSpec
 
 
@@ -54,13 +54,15 @@ from decision_bench.specs import ProblemSpec
 class LinearGaussianConfig:
     """Normal-Inverse-Gamma prior: sigma^2 ~ InvGamma(prior_a, prior_b), w ~ N(0, sigma^2 / prior_precision)."""
 
-    prior_a: float = 6.0
-    prior_b: float = 6.0
-    prior_precision: float = 0.25
+    prior_a: float = core.traced(6.0)
+    prior_b: float = core.traced(6.0)
+    prior_precision: float = core.traced(0.25)
+
+    # The problem's temperature is bound like every family's, but never read.
+    unused_traced: ClassVar[tuple[str, ...]] = ("temperature",)
 
     def __post_init__(self):
-        for name in ("prior_a", "prior_b", "prior_precision"):
-            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+        check_config(self, prior_a=check_positive, prior_b=check_positive, prior_precision=check_positive)
 
 
 class LinearGaussianState(NamedTuple):
@@ -70,15 +72,10 @@ class LinearGaussianState(NamedTuple):
     count: jax.Array  # [] f32: n, observations so far
 
 
-class LinearGaussianHyper(NamedTuple):
-    """The prior, [] f32 leaves (see agents/core.py)."""
-
-    prior_a: jax.Array
-    prior_b: jax.Array
-    prior_precision: jax.Array
+LinearGaussianHyper = core.hyper_class(LinearGaussianConfig)
 
 
-def posterior(hyper: LinearGaussianHyper, state: LinearGaussianState):
+def posterior(hyper: Any, state: LinearGaussianState):
     """(mean mu_n [D], Cholesky factor L of Lambda_n [D, D] (lower), a_n [], b_n [])."""
     dim = state.feature_reward.shape[0]
     precision = state.gram + hyper.prior_precision * jnp.eye(dim, dtype=jnp.float32)
@@ -88,11 +85,11 @@ def posterior(hyper: LinearGaussianHyper, state: LinearGaussianState):
     return mean, chol, hyper.prior_a + state.count / 2.0, hyper.prior_b + residual / 2.0
 
 
-@functools.lru_cache(maxsize=None)
-def _functions(input_dim: int):
+@core.cached_functions
+def _functions(*, input_dim: int, num_classes: int):
     """The agent's functions for one feature size (the same objects each time)."""
 
-    def init(hyper: LinearGaussianHyper, key: jax.Array) -> LinearGaussianState:
+    def init(hyper: Any, key: jax.Array) -> LinearGaussianState:
         del hyper, key  # the prior is deterministic; the shapes are fixed by input_dim
         return LinearGaussianState(
             gram=jnp.zeros((input_dim, input_dim), jnp.float32),
@@ -102,7 +99,7 @@ def _functions(input_dim: int):
         )
 
     def update(
-        hyper: LinearGaussianHyper, key: jax.Array, state: LinearGaussianState, batch: Batch
+        hyper: Any, key: jax.Array, state: LinearGaussianState, batch: Batch
     ) -> LinearGaussianState:
         """Adds every example of the batch: x [B, D], y [B] real rewards."""
         del hyper, key
@@ -116,7 +113,7 @@ def _functions(input_dim: int):
         )
 
     def sample_logits(
-        hyper: LinearGaussianHyper, key: jax.Array, state: LinearGaussianState, x: jax.Array
+        hyper: Any, key: jax.Array, state: LinearGaussianState, x: jax.Array
     ) -> jax.Array:
         """One joint draw (sigma^2, w), read at x [n, D] -> [n, 2] = (0, x . w)."""
         k_variance, k_weights = jax.random.split(key)
@@ -133,18 +130,8 @@ def _functions(input_dim: int):
 
 def make_linear_gaussian(spec: ProblemSpec, config: LinearGaussianConfig) -> Agent:
     """The exact Gaussian-reward Thompson agent on ``spec.input_dim`` features."""
-    hyper = as_hyper(
-        LinearGaussianHyper,
-        prior_a=config.prior_a,
-        prior_b=config.prior_b,
-        prior_precision=config.prior_precision,
-    )
-    return bind(
-        hyper,
-        *_functions(spec.input_dim),
-        # None: the posterior is continuous, so there is no finite set of members.
-        None,
-        num_steps=1,
-        name="linear_gaussian",
-        update_mode="online",
+    # No member_logits: the posterior is continuous, so there is no finite set of
+    # members to enumerate (a greedy policy averages sampled draws instead).
+    return core.make_agent(
+        _functions, spec, config, name="linear_gaussian", num_steps=1, update_mode="online"
     )

@@ -37,25 +37,26 @@ trees at T = 1000.
 Needs scikit-learn (``pip install 'decision-bench[data]'``).
 
 Static: num_trees, criterion, input_dim, num_classes, num_train.
-Data (``RandomForestHyper``): probability_clip.
+Traced (agents/core.py): probability_clip.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from decision_bench._src.extras import require_extra
-from decision_bench._src.validation import check_choice, check_int
+from decision_bench._src.validation import check_choice
 from decision_bench.agents import _data_buffer
 from decision_bench.agents._data_buffer import DataBuffer
+from decision_bench.agents._src.checks import at_least, check_config
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import as_hyper, bind
+from decision_bench.agents import core
 from decision_bench.agents.knn import check_probability_clip, clipped_logits
 from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
@@ -70,14 +71,14 @@ class RandomForestConfig:
 
     num_trees: int = 100  # paper 000 App. C.8 sweeps {10, 100, 1000}
     criterion: str = "gini"  # "gini" | "entropy" (information gain)
-    probability_clip: float = 0.01  # probabilities clipped to [clip, 1 - clip]
+    probability_clip: float = core.traced(0.01)  # probabilities clipped to [clip, 1 - clip]
+
+    # The problem's temperature is bound like every family's, but never read.
+    unused_traced: ClassVar[tuple[str, ...]] = ("temperature",)
 
     def __post_init__(self):
-        object.__setattr__(self, "num_trees", check_int("num_trees", self.num_trees, 1))
         check_choice("criterion", self.criterion, CRITERIA)
-        object.__setattr__(
-            self, "probability_clip", check_probability_clip("probability_clip", self.probability_clip)
-        )
+        check_config(self, num_trees=at_least(1), probability_clip=check_probability_clip)
 
 
 class Forest(NamedTuple):
@@ -99,10 +100,7 @@ class RandomForestState(NamedTuple):
     forest: Forest  # grown on them by the last update
 
 
-class RandomForestHyper(NamedTuple):
-    """random_forest's real-valued hyperparameter, a [] f32 leaf (see agents/core.py)."""
-
-    probability_clip: jax.Array
+RandomForestHyper = core.hyper_class(RandomForestConfig)
 
 
 def max_nodes(capacity: int) -> int:
@@ -196,8 +194,10 @@ def forest_probabilities(forest: Forest, x: jax.Array) -> jax.Array:
     return values.mean(axis=0)
 
 
-@functools.lru_cache(maxsize=None)
-def _functions(num_trees: int, criterion: str, input_dim: int, num_classes: int, capacity: int):
+@core.cached_functions
+def _functions(
+    *, num_trees: int, criterion: str, input_dim: int, num_classes: int, capacity: int
+):
     """random_forest's functions for one static setting (the same objects each time)."""
     num_nodes = max_nodes(capacity)
     grow = functools.partial(
@@ -214,7 +214,7 @@ def _functions(num_trees: int, criterion: str, input_dim: int, num_classes: int,
     def grow_callback(x, y, seen, seed):
         return Forest(**grow(x, y, seen, seed))
 
-    def init(hyper: RandomForestHyper, key: jax.Array) -> RandomForestState:
+    def init(hyper: Any, key: jax.Array) -> RandomForestState:
         del hyper, key  # an empty store and one-leaf trees: uniform predictions
         leaf = _leaf_forest(num_trees, num_nodes, num_classes)
         return RandomForestState(
@@ -231,26 +231,26 @@ def _functions(num_trees: int, criterion: str, input_dim: int, num_classes: int,
         return RandomForestState(data=data, forest=forest)
 
     def update(
-        hyper: RandomForestHyper, key: jax.Array, state: RandomForestState, batch: Batch
+        hyper: Any, key: jax.Array, state: RandomForestState, batch: Batch
     ) -> RandomForestState:
         """Stores the batch's examples, then regrows the forest on every row seen."""
         del hyper
         return grown(key, _data_buffer.write(state.data, batch))
 
     def fit_data(
-        hyper: RandomForestHyper, key: jax.Array, state: RandomForestState, data: Dataset, num_train: jax.Array
+        hyper: Any, key: jax.Array, state: RandomForestState, data: Dataset, num_train: jax.Array
     ) -> RandomForestState:
         """Grows the forest on the first num_train rows of data (x [rows, d], y [rows])."""
         del hyper, state
         return grown(key, _data_buffer.from_dataset(capacity, data, num_train))
 
-    def member_logits(hyper: RandomForestHyper, state: RandomForestState, x: jax.Array) -> jax.Array:
+    def member_logits(hyper: Any, state: RandomForestState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [1, n, C]: one classifier, an ensemble of one."""
         probs = forest_probabilities(state.forest, x.astype(jnp.float32))
         return clipped_logits(probs, hyper.probability_clip)[None]
 
     def sample_logits(
-        hyper: RandomForestHyper, key: jax.Array, state: RandomForestState, x: jax.Array
+        hyper: Any, key: jax.Array, state: RandomForestState, x: jax.Array
     ) -> jax.Array:
         """x [n, d] -> [n, C]; the key is unused: there is no epistemic index."""
         del key
@@ -261,15 +261,12 @@ def _functions(num_trees: int, criterion: str, input_dim: int, num_classes: int,
 
 def make_random_forest(spec: ProblemSpec, config: RandomForestConfig) -> Agent:
     require_extra("data", "agent 'random_forest'")
-    *functions, fit_data = _functions(
-        config.num_trees, config.criterion, spec.input_dim, spec.num_classes, spec.num_train
-    )
-    hyper = as_hyper(RandomForestHyper, probability_clip=config.probability_clip)
-    return bind(
-        hyper,
-        *functions,
-        fit_data=fit_data,
-        num_steps=0,
+    return core.make_agent(
+        _functions,
+        spec,
+        config,
         name="random_forest",
+        num_steps=0,
         update_mode="online",
+        capacity=spec.num_train,
     )

@@ -35,6 +35,7 @@ from decision_bench.agents.epinet import EpinetConfig, make_epinet
 from decision_bench.agents.hmc import HMCConfig, make_hmc
 from decision_bench.agents.hypermodel import HypermodelConfig, make_hypermodel
 from decision_bench.agents.knn import KNNConfig, make_knn
+from decision_bench.agents.laplace import LaplaceConfig, make_laplace
 from decision_bench.agents.linear_gaussian import LinearGaussianConfig, make_linear_gaussian
 from decision_bench.agents.mlp import MLPConfig, make_mlp
 from decision_bench.agents.random_forest import RandomForestConfig, make_random_forest
@@ -66,6 +67,7 @@ _AGENTS = {
     # grown by scikit-learn (the `data` extra) through jax.pure_callback
     "random_forest": (RandomForestConfig, make_random_forest),
     "deep_kernel": (DeepKernelConfig, make_deep_kernel),
+    "laplace": (LaplaceConfig, make_laplace),
 }
 
 

@@ -44,9 +44,8 @@ keep every 50 -> 80 models, learning rate 5e-4 from the paper's sweep to make
 up for 100x fewer steps), see ``SGMCMCQuickConfig``. Plain SGLD is either
 preset with ``momentum=0``.
 
-Hyperparameters are data (agents/core.py): the learning rate, prior variance,
-momentum and the problem's temperature are [] f32 leaves of ``SGMCMCHyper``.
-Static (``_functions``), because they set shapes, loop lengths or branches:
+Traced (agents/core.py): the learning rate, prior variance, momentum and the
+problem's temperature. Static, because they set shapes, loop lengths or branches:
 hidden sizes, number of classes, input dimension, regularisation mode,
 ``per_example_lr``, ``burn_in``, ``keep_every`` and the number of kept models
 (from ``num_steps``); num_steps also sets the length of ``fit``'s loop.
@@ -55,17 +54,23 @@ hidden sizes, number of classes, input dimension, regularisation mode,
 from __future__ import annotations
 
 import dataclasses
-import functools
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import check_positive
-from decision_bench.agents import _bayes_common as common
+from decision_bench.agents._src.checks import (
+    at_least,
+    check_config,
+    check_sizes_or_empty,
+    unit_interval_open,
+)
+from decision_bench.agents._src.losses import mean_cross_entropy, sum_of_squares
+from decision_bench.agents._src.networks import relu_mlp
 from decision_bench.agents.base import Agent, Batch
-from decision_bench.agents.core import as_hyper, bind
-from decision_bench.agents.regularization import decayed_weight
+from decision_bench.agents import core
+from decision_bench.agents.regularization import decayed_weight, true_divisor
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -75,26 +80,23 @@ class SGMCMCConfig:
     """sgmcmc defaults (paper 000, App. C.5; testbed_facts.md)."""
 
     hidden_sizes: tuple[int, ...] = (50, 50)  # () gives logistic regression
-    learning_rate: float = 1e-4
-    prior_variance: float = 0.1  # see the module docstring for the implied prior
-    momentum: float = 0.9  # 0 gives plain SGLD
+    learning_rate: float = core.traced(1e-4)
+    prior_variance: float = core.traced(0.1)  # see the module docstring for the implied prior
+    momentum: float = core.traced(0.9)  # 0 gives plain SGLD
     num_steps: int = 500_000
     burn_in: int = 100_000
     keep_every: int = 1000
     per_example_lr: bool = True  # h = 2 lr / n (True) or h = lr (False)
 
     def __post_init__(self):
-        common.validate_fields(
+        check_config(
             self,
-            {
-                "hidden_sizes": common.check_sizes_or_empty,
-                "learning_rate": check_positive,
-                "prior_variance": check_positive,
-                "momentum": common.unit_interval_open,
-                "num_steps": common.at_least(1),
-                "burn_in": common.at_least(0),
-                "keep_every": common.at_least(1),
-            },
+            hidden_sizes=check_sizes_or_empty,
+            prior_variance=check_positive,
+            momentum=unit_interval_open,
+            num_steps=at_least(1),
+            burn_in=at_least(0),
+            keep_every=at_least(1),
         )
         if not isinstance(self.per_example_lr, bool):
             raise ValueError(f"per_example_lr must be True or False, got {self.per_example_lr!r}")
@@ -118,7 +120,7 @@ class SGMCMCQuickConfig(SGMCMCConfig):
     """The cheap preset registered as "sgmcmc_quick": 100x fewer steps than the
     paper, so a learning rate 5x larger (5e-4, inside the paper's sweep)."""
 
-    learning_rate: float = 5e-4
+    learning_rate: float = core.traced(5e-4)
     num_steps: int = 5_000
     burn_in: int = 1_000
     keep_every: int = 50
@@ -135,51 +137,28 @@ class SGMCMCState(NamedTuple):
     step: jax.Array  # [] i32: updates done so far
 
 
-class SGMCMCHyper(NamedTuple):
-    """sgmcmc's real-valued hyperparameters, [] f32 leaves (see agents/core.py)."""
-
-    learning_rate: jax.Array  # sets the Langevin step h (see ``step_size``)
-    prior_variance: jax.Array  # the prior weight is decayed_weight(1 / prior_variance, ...)
-    momentum: jax.Array  # 0: SGLD; > 0: SGHMC with friction 1 - momentum
-    temperature: jax.Array  # the problem's beta, which scales the prior weight
+SGMCMCHyper = core.hyper_class(SGMCMCConfig)
+SGMCMCQuickHyper = core.hyper_class(SGMCMCQuickConfig)
 
 
-def hyperparameters(spec: ProblemSpec, config: SGMCMCConfig) -> SGMCMCHyper:
-    """The hyper leaves of an sgmcmc agent for ``spec`` and ``config``."""
-    return as_hyper(
-        SGMCMCHyper,
-        learning_rate=config.learning_rate,
-        prior_variance=config.prior_variance,
-        momentum=config.momentum,
-        temperature=spec.temperature,
-    )
-
-
-def _prior_weight(
-    hyper: SGMCMCHyper, num_seen: jax.Array, *, input_dim: int, regularization: str
-) -> jax.Array:
+def _prior_weight(hyper: Any, num_seen: jax.Array, *, input_dim: int, mode: str) -> jax.Array:
     return decayed_weight(
         1.0 / hyper.prior_variance,
         num_seen,
         input_dim=input_dim,
         temperature=hyper.temperature,
-        mode=regularization,
+        mode=mode,
     )
 
 
 def prior_weight(spec: ProblemSpec, config: SGMCMCConfig, num_seen: jax.Array) -> jax.Array:
     """w(n) in U = n * mean xent + n * w(n) * |theta|^2. Returns []."""
-    return _prior_weight(
-        hyperparameters(spec, config),
-        num_seen,
-        input_dim=spec.input_dim,
-        regularization=spec.regularization,
-    )
+    return core.config_weight(_prior_weight, spec, config, num_seen)
 
 
 def _step_size(learning_rate: jax.Array, num_seen: jax.Array, *, per_example_lr: bool) -> jax.Array:
     if per_example_lr:
-        return 2.0 * learning_rate / common.effective_num_seen(num_seen)
+        return 2.0 * learning_rate / true_divisor(num_seen)
     return jnp.asarray(learning_rate, jnp.float32)
 
 
@@ -192,8 +171,9 @@ def step_size(config: SGMCMCConfig, num_seen: jax.Array) -> jax.Array:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@core.cached_functions
 def _functions(
+    *,
     hidden_sizes: tuple[int, ...],
     num_classes: int,
     input_dim: int,
@@ -206,9 +186,8 @@ def _functions(
     """sgmcmc's functions for one static setting; the same objects for the same
     setting, so every sgmcmc agent of that shape shares its compiled programs."""
     sizes = (input_dim, *hidden_sizes, num_classes)
-    shape_spec = ProblemSpec(input_dim=input_dim, num_classes=num_classes)  # for shape checks
 
-    def init(hyper: SGMCMCHyper, key: jax.Array) -> SGMCMCState:
+    def init(hyper: Any, key: jax.Array) -> SGMCMCState:
         del hyper  # the shapes are fixed by the static setting
         params = init_mlp_layers(key, sizes)
         zeros = jax.tree.map(jnp.zeros_like, params)
@@ -221,18 +200,15 @@ def _functions(
             step=jnp.zeros((), jnp.int32),
         )
 
-    def log_posterior(params: tuple, hyper: SGMCMCHyper, batch: Batch) -> jax.Array:
+    def log_posterior(params: tuple, hyper: Any, batch: Batch) -> jax.Array:
         """-U(theta) on this minibatch. Returns []."""
-        n = common.effective_num_seen(batch.num_seen)
-        data = n * common.mean_cross_entropy(common.relu_mlp(params, batch.x), batch.y)
-        weight = _prior_weight(
-            hyper, batch.num_seen, input_dim=input_dim, regularization=regularization
-        )
-        prior = n * weight * common.sum_of_squares(params)
+        n = true_divisor(batch.num_seen)
+        data = n * mean_cross_entropy(relu_mlp(params, batch.x), batch.y)
+        weight = _prior_weight(hyper, batch.num_seen, input_dim=input_dim, mode=regularization)
+        prior = n * weight * sum_of_squares(params)
         return -(data + prior)
 
-    def update(hyper: SGMCMCHyper, key: jax.Array, state: SGMCMCState, batch: Batch) -> SGMCMCState:
-        common.check_batch(batch.x, batch.y, shape_spec, "sgmcmc update")
+    def update(hyper: Any, key: jax.Array, state: SGMCMCState, batch: Batch) -> SGMCMCState:
         momentum = hyper.momentum
         h = _step_size(hyper.learning_rate, batch.num_seen, per_example_lr=per_example_lr)
         grads = jax.grad(log_posterior)(state.params, hyper, batch)
@@ -277,43 +253,32 @@ def _functions(
             state.params,
         )
 
-    def member_logits(hyper: SGMCMCHyper, state: SGMCMCState, x: jax.Array) -> jax.Array:
+    def member_logits(hyper: Any, state: SGMCMCState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [num_kept, n, C]: every kept model."""
         del hyper
-        common.check_inputs(x, shape_spec, "sgmcmc member_logits")
-        return jax.vmap(common.relu_mlp, (0, None))(member_params(state), x)
+        return jax.vmap(relu_mlp, (0, None))(member_params(state), x)
 
     def sample_logits(
-        hyper: SGMCMCHyper, key: jax.Array, state: SGMCMCState, x: jax.Array
+        hyper: Any, key: jax.Array, state: SGMCMCState, x: jax.Array
     ) -> jax.Array:
         """x [n, d] -> [n, C]: one kept model, picked uniformly, for all n inputs."""
         del hyper
-        common.check_inputs(x, shape_spec, "sgmcmc sample_logits")
         filled = jnp.minimum(state.num_saved, num_kept)
         i = jax.random.randint(key, (), 0, jnp.maximum(filled, 1))
         chosen = jax.tree.map(
             lambda buf, p: jnp.where(filled > 0, buf[i], p), state.kept, state.params
         )
-        return common.relu_mlp(chosen, x)
+        return relu_mlp(chosen, x)
 
     return init, update, sample_logits, member_logits
 
 
 def make_sgmcmc(spec: ProblemSpec, config: SGMCMCConfig = SGMCMCConfig()) -> Agent:
     """SGLD / SGHMC agent for ``spec``. See the module docstring."""
-    functions = _functions(
-        tuple(config.hidden_sizes),
-        spec.num_classes,
-        spec.input_dim,
-        spec.regularization,
-        config.per_example_lr,
-        config.burn_in,
-        config.keep_every,
-        config.num_kept,
-    )
-    return bind(
-        hyperparameters(spec, config),
-        *functions,
-        num_steps=config.num_steps,
+    return core.make_agent(
+        _functions,
+        spec,
+        config,
         name="sgmcmc_quick" if isinstance(config, SGMCMCQuickConfig) else "sgmcmc",
+        num_kept=config.num_kept,
     )

@@ -65,6 +65,7 @@ AGENT_COLOURS = {
     "deep_kernel": "#c49c94",
     "beta_bernoulli": "#f7b6d2",
     "linear_gaussian": "#dbdb8d",
+    "laplace": "#9edae5",
 }
 
 
