@@ -21,8 +21,6 @@ Data (``HMCHyper``): initial_step_size, target_acceptance_rate,
 step_size_jitter and the problem's temperature.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import functools
 from typing import Any, NamedTuple
