@@ -50,7 +50,7 @@ from decision_bench._src.keys import (
     REFERENCE_FIT_TAG,
     problem_key,
 )
-from decision_bench._src.validation import check_choice, check_int
+from decision_bench._src.validation import check_choice, check_int, check_seed_list
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
 from decision_bench.agents import registry as agent_registry
@@ -148,14 +148,7 @@ def _agent_factories(
 
 
 def _seed_list(seeds: int | Iterable[int] | None, sweep: Sweep) -> tuple[int, ...]:
-    if seeds is None:
-        return tuple(range(sweep.num_seeds))
-    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-        return tuple(range(check_int("seeds", seeds, 1)))
-    values = tuple(check_int("seeds", s, 0) for s in seeds)
-    if not values or len(set(values)) != len(values):
-        raise ValueError(f"seeds must be a count >= 1 or distinct integers >= 0, got {seeds!r}")
-    return values
+    return tuple(range(sweep.num_seeds)) if seeds is None else check_seed_list(seeds)
 
 
 def _timed(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, float, float]:
