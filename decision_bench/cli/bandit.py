@@ -49,7 +49,13 @@ from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench._src.validation import check_choice
 from decision_bench.agents.registry import names as agent_names
 from decision_bench.bandit import DEFAULT_REGULARIZATION, BanditLoopConfig, make_loop, run_bandit
-from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
+from decision_bench.cli.arguments import (
+    add_agent_options,
+    add_display_options,
+    parse_agent_list,
+    parse_settings,
+    settings_label,
+)
 from decision_bench.experiments import estimate as estimate_module
 from decision_bench.experiments.agent_files import AgentFile, file_fingerprint, read_agent_files
 from decision_bench.experiments.cells import Cell
@@ -133,10 +139,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="store_true",
         help="continue the runs saved in --out (what happens anyway; kept for old scripts)",
     )
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    p.add_argument("--tensorboard", metavar="DIR", default=None,
-                   help="also log the regret curves as TensorBoard event files in DIR, as they grow "
-                   "(needs the tensorboard extra: pip install 'decision-bench[tensorboard]')")
+    add_display_options(p, "bars", "the regret curves", "as they grow")
     p.set_defaults(func=run_command)
     return p
 
