@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -94,6 +94,12 @@ class BanditLoopConfig:
             object.__setattr__(self, name, check_int(name, getattr(self, name), 1))
         object.__setattr__(self, "learning_rate", check_positive("learning_rate", self.learning_rate))
         check_choice("regularization", self.regularization, REGULARIZATION_MODES)
+
+    @classmethod
+    def from_keywords(cls, keywords: Mapping[str, Any]) -> BanditLoopConfig:
+        """The config of the fields' values in ``keywords`` (a function's keyword
+        arguments that include every field, e.g. ``run_bandit``'s); other keys are ignored."""
+        return cls(**{field.name: keywords[field.name] for field in dataclasses.fields(cls)})
 
 
 def loop_config(config: BanditLoopConfig | None, settings: dict) -> BanditLoopConfig:

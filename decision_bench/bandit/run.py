@@ -147,6 +147,8 @@ def run_bandit(
     compilation included, summed over resumed sessions; the same for every
     seed), error ("" or why that seed stopped; its later regrets are NaN).
     """
+    # The loop's settings are this function's keywords of BanditLoopConfig's field names.
+    given = dict(locals())
     from tqdm.auto import tqdm
 
     num_steps = check_int("num_steps", num_steps, 1)
@@ -155,16 +157,7 @@ def run_bandit(
     chunk_size = check_int("chunk_size", chunk_size, 1)
     if resume and out_dir is None:
         raise ValueError("resume=True needs out_dir, where the run was saved")
-    settings = BanditLoopConfig(
-        policy=policy,
-        update_mode=update_mode,
-        steps_per_obs=steps_per_obs,
-        batch_size=batch_size,
-        replay_capacity=replay_capacity,
-        greedy_samples=greedy_samples,
-        learning_rate=learning_rate,
-        regularization=regularization,
-    )
+    settings = BanditLoopConfig.from_keywords(given)
     loop, env_id = make_loop(agent, env, settings, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
     env = loop.env
     log_steps = _log_steps(num_steps, log_every)

@@ -343,6 +343,15 @@ def test_loop_settings_as_keywords_or_as_a_config_build_the_same_loop():
         make_loop(LINEAR2, "BernoulliBandit-v0", batchsize=8)
 
 
+def test_run_bandit_takes_every_loop_setting_as_a_keyword_with_the_configs_default():
+    import dataclasses
+    import inspect
+
+    parameters = inspect.signature(run_bandit).parameters
+    for field in dataclasses.fields(BanditLoopConfig):
+        assert parameters[field.name].default == field.default, field.name
+
+
 def test_all_three_environments_run():
     for env_id, kwargs in [
         ("decision_bench/ContextualNeuralBandit-v0", NEURAL),
