@@ -169,7 +169,7 @@ def _hidden_sizes(text: str | None) -> tuple[int, ...] | None:
         ) from None
 
 
-def loop_config(args: argparse.Namespace) -> BanditLoopConfig:
+def config_from_flags(args: argparse.Namespace) -> BanditLoopConfig:
     """The loop's settings from their flags (``--regularization`` None: the library's default)."""
     return BanditLoopConfig(
         policy=args.policy,
@@ -299,7 +299,7 @@ def run_command(args: argparse.Namespace) -> int:
             check_choice("--agents", agent, known)
         settings = parse_settings(getattr(args, "settings", ()), agents, files)
         planned = _run_agents(agents, files, settings)
-        config = loop_config(args)
+        config = config_from_flags(args)
         for agent, (runnable, agent_kwargs, _) in planned.items():
             loop, _ = make_loop(runnable, args.env, config, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
         # Before anything is allocated: what this run's arrays need, against the machine.
