@@ -7,7 +7,7 @@ is accepted, so that a bad sweep fails before any compilation starts.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 
 def check_int(name: str, value: Any, minimum: int = 1) -> int:
@@ -29,23 +29,33 @@ def _is_integral(value: Any) -> bool:
 
 
 def check_positive(name: str, value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}") from None
-    if not math.isfinite(number) or number <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return number
+    return _check_number(name, value, "> 0", lambda number: number > 0)
 
 
 def check_nonnegative(name: str, value: Any) -> float:
+    return _check_number(name, value, ">= 0", lambda number: number >= 0)
+
+
+def _check_number(name: str, value: Any, bound: str, accepts: Callable[[float], bool]) -> float:
+    """float(value) when it is a finite number that ``accepts``; else one line naming
+    ``name`` and the ``bound`` it must meet."""
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}") from None
-    if not math.isfinite(number) or number < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        number = math.nan  # not a number: refused below, with the value as given
+    if not math.isfinite(number) or not accepts(number):
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
     return number
+
+
+def check_seed_list(seeds: Any) -> tuple[int, ...]:
+    """Seeds 0..n-1 for a count n >= 1, or the given seeds: distinct integers >= 0."""
+    if isinstance(seeds, int) and not isinstance(seeds, bool) or _is_integral(seeds):
+        return tuple(range(check_int("seeds", seeds, 1)))
+    values = tuple(check_int("seeds", s, 0) for s in seeds)
+    if not values or len(set(values)) != len(values):
+        raise ValueError(f"seeds must be a count >= 1 or distinct integers >= 0, got {seeds!r}")
+    return values
 
 
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:

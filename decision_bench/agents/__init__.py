@@ -23,6 +23,8 @@ from decision_bench.agents.hmc import (
 )
 from decision_bench.agents.hypermodel import HypermodelConfig
 from decision_bench.agents.knn import KNNConfig
+from decision_bench.agents.laplace import LaplaceConfig
+from decision_bench.agents.linear_gaussian import LinearGaussianConfig
 from decision_bench.agents.mlp import MLPConfig
 from decision_bench.agents.random_forest import RandomForestConfig
 from decision_bench.agents.registry import config, hyperparameters, make, names
@@ -77,4 +79,6 @@ __all__ = [
     "KNNConfig",
     "RandomForestConfig",
     "DeepKernelConfig",
+    "LaplaceConfig",
+    "LinearGaussianConfig",
 ]

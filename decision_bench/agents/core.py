@@ -305,25 +305,11 @@ class TrainState(NamedTuple):
     opt_state: Any  # optax.adam state of params
 
 
-def penalty_weight(
-    hyper: Any,
-    num_seen: jax.Array,
-    *,
-    input_dim: int,
-    mode: str,
-    base: str = "l2",
-    num_members: int = 1,
-) -> jax.Array:
+def penalty_weight(hyper: Any, num_seen: jax.Array, *, mode: str, base: str = "l2", **weight: Any) -> jax.Array:
     """``regularization.decayed_weight`` of the hyper leaf named ``base`` (l2,
-    length_scale, kl_scale, ...) at the hyper's temperature. Returns a [] f32."""
-    return decayed_weight(
-        getattr(hyper, base),
-        num_seen,
-        input_dim=input_dim,
-        temperature=hyper.temperature,
-        mode=mode,
-        num_members=num_members,
-    )
+    length_scale, kl_scale, ...) at the hyper's temperature in decay ``mode``; ``weight``
+    holds its other keywords (input_dim, num_members). Returns a [] f32."""
+    return decayed_weight(getattr(hyper, base), num_seen, temperature=hyper.temperature, mode=mode, **weight)
 
 
 def l2_penalty(hyper: Any, params: Any, num_seen: jax.Array, **weight: Any) -> jax.Array:

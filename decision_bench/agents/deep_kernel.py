@@ -44,22 +44,20 @@ and the problem's temperature.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import check_positive
 from decision_bench.agents import _data_buffer
-from decision_bench.agents._data_buffer import DataBuffer
+from decision_bench.agents._map_network import MapState, map_training
 from decision_bench.agents._src.checks import check_common
-from decision_bench.agents._src.losses import mean_cross_entropy
 from decision_bench.agents._src.networks import relu_features, relu_mlp
-from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.base import Agent
 from decision_bench.agents import core
 from decision_bench.agents.regularization import true_divisor
 from decision_bench.envs.testbed import Dataset
-from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
 # Added to |h(x)| before normalising the features (a dead layer gives phi = 0).
@@ -85,11 +83,8 @@ class DeepKernelConfig:
             object.__setattr__(self, name, check_positive(name, getattr(self, name)))
 
 
-class DeepKernelState(NamedTuple):
-    params: Any  # tuple of {"w", "b"} layers: d -> hidden... -> C
-    opt_state: Any  # optax.adam state
-    data: DataBuffer  # the training rows seen so far (for the kernel matrix)
-    num_seen: jax.Array  # [] f32: the latest batch's num_seen (T, or t in the bandit)
+# The MAP network and its stored rows (for the kernel matrix).
+DeepKernelState = MapState
 
 
 DeepKernelHyper = core.hyper_class(DeepKernelConfig)
@@ -138,29 +133,7 @@ def _functions(
     """deep_kernel's functions for one static setting (the same objects each time)."""
     sizes = (input_dim, *hidden_sizes, num_classes)
     width = hidden_sizes[-1]
-
-    def init(hyper: DeepKernelHyper, key: jax.Array) -> DeepKernelState:
-        params = init_mlp_layers(key, sizes)
-        return DeepKernelState(
-            params=params,
-            opt_state=core.init_optimizer(hyper, params),
-            data=_data_buffer.empty(capacity, input_dim),
-            num_seen=jnp.zeros((), jnp.float32),
-        )
-
-    def loss(params: Any, hyper: Any, state: DeepKernelState, batch: Batch, key: jax.Array) -> jax.Array:
-        del state, key  # a deterministic loss of the params alone
-        penalty = core.l2_penalty(hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization)
-        return mean_cross_entropy(relu_mlp(params, batch.x), batch.y) + penalty
-
-    train = core.sgd_update(loss)
-
-    def update(hyper: Any, key: jax.Array, state: DeepKernelState, batch: Batch) -> DeepKernelState:
-        """One Adam step on the batch; stores its examples for the kernel."""
-        return train(hyper, key, state, batch)._replace(
-            data=_data_buffer.write(state.data, batch),
-            num_seen=jnp.asarray(batch.num_seen, jnp.float32),
-        )
+    init, update = map_training(sizes=sizes, capacity=capacity, regularization=regularization)
 
     def fit_data(
         hyper: Any, key: jax.Array, state: DeepKernelState, data: Dataset, num_train: jax.Array

@@ -35,21 +35,18 @@ temperature.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import check_positive
-from decision_bench.agents import _data_buffer
-from decision_bench.agents._data_buffer import DataBuffer
 from decision_bench.agents import core
+from decision_bench.agents._map_network import MapState, map_training
 from decision_bench.agents._src.checks import check_config
-from decision_bench.agents._src.losses import mean_cross_entropy
 from decision_bench.agents._src.networks import relu_features, relu_mlp
-from decision_bench.agents.base import Agent, Batch
+from decision_bench.agents.base import Agent
 from decision_bench.agents.regularization import true_divisor
-from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
 
@@ -68,11 +65,8 @@ class LaplaceConfig:
         check_config(self, posterior_scale=check_positive)
 
 
-class LaplaceState(NamedTuple):
-    params: Any  # tuple of {"w", "b"} layers: d -> hidden... -> C
-    opt_state: Any  # optax.adam state
-    data: DataBuffer  # the training rows seen so far (for the Hessian)
-    num_seen: jax.Array  # [] f32: the latest batch's num_seen (T, or t in the bandit)
+# The MAP network and its stored rows (for the Hessian).
+LaplaceState = MapState
 
 
 LaplaceHyper = core.hyper_class(LaplaceConfig)
@@ -115,30 +109,7 @@ def _functions(
     """laplace's functions for one static setting."""
     sizes = (input_dim, *hidden_sizes, num_classes)
     num_weights = (hidden_sizes[-1] + 1) * num_classes
-
-    def init(hyper: Any, key: jax.Array) -> LaplaceState:
-        params = init_mlp_layers(key, sizes)
-        return LaplaceState(
-            params=params,
-            opt_state=core.init_optimizer(hyper, params),
-            data=_data_buffer.empty(capacity, input_dim),
-            num_seen=jnp.zeros((), jnp.float32),
-        )
-
-    def loss(params: Any, hyper: Any, state: LaplaceState, batch: Batch, key: jax.Array) -> jax.Array:
-        del state, key  # the MAP loss: deterministic, of the params alone
-        data_loss = mean_cross_entropy(relu_mlp(params, batch.x), batch.y)
-        return data_loss + core.l2_penalty(
-            hyper, params, batch.num_seen, input_dim=input_dim, mode=regularization
-        )
-
-    train = core.sgd_update(loss)
-
-    def update(hyper: Any, key: jax.Array, state: LaplaceState, batch: Batch) -> LaplaceState:
-        """One Adam step towards the MAP; stores the batch's rows for the Hessian."""
-        stored = _data_buffer.write(state.data, batch)
-        trained = train(hyper, key, state, batch)
-        return trained._replace(data=stored, num_seen=jnp.asarray(batch.num_seen, jnp.float32))
+    init, update = map_training(sizes=sizes, capacity=capacity, regularization=regularization)
 
     def sample_logits(hyper: Any, key: jax.Array, state: LaplaceState, x: jax.Array) -> jax.Array:
         """One joint draw of the last layer, applied to all of x [n, d] -> [n, C]."""

@@ -29,6 +29,7 @@ is reported with `SKEWED_NOTE` beside it and never used for a verdict.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ __all__ = [
     "interval_text",
     "min_resamples",
     "percentile_interval",
+    "positive_points",
     "bootstrap_correlations",
     "correlate",
     "pearson",
@@ -125,6 +127,22 @@ def _as_pair(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
         raise ValueError("x and y must be finite")
     return x, y
+
+
+def positive_points(rows: Any, where: str, stacklevel: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(kl, regret) of the rows (columns kl and regret) where both are > 0: the Pearson
+    correlation is on the log scale. The others (NaN ones too) are dropped with one
+    RuntimeWarning starting with ``where``; stacklevel as seen from the caller."""
+    kl, regret = rows["kl"].to_numpy(float), rows["regret"].to_numpy(float)
+    positive = (kl > 0) & (regret > 0)  # NaN compares False: dropped too
+    if not positive.all():
+        warnings.warn(
+            f"{where}: dropping {int((~positive).sum())} points with kl <= 0 or regret <= 0 "
+            "(the Pearson correlation is on the log scale)",
+            RuntimeWarning,
+            stacklevel=stacklevel + 1,
+        )
+    return kl[positive], regret[positive]
 
 
 def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -255,17 +255,24 @@ def failed_rows(bandit: pd.DataFrame) -> np.ndarray:
     return (error.notna() & (error.astype(str).str.strip() != "")).to_numpy()
 
 
-def check_testbed(frame: pd.DataFrame, name: str = "testbed table", lines: Sequence[int] | None = None) -> pd.DataFrame:
-    """Checks the values of a testbed table (columns: see the module doc); returns
-    it with seed and tau as int64. Raises ValueError naming the first bad row."""
-    source = _Source(name, tuple(lines) if lines else None)
-    missing = [c for c in TESTBED_REQUIRED if c not in frame.columns]
+def _checked_columns(
+    frame: pd.DataFrame, name: str, lines: Sequence[int] | None, required: Sequence[str], optional: Sequence[str]
+) -> tuple[pd.DataFrame, _Source]:
+    """(frame with a fresh index, where its rows came from) once it has the required
+    columns; ValueError naming the missing ones, the required and the optional."""
+    missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ValueError(
             f"{name} is missing columns {missing} (has {list(frame.columns)}); required columns: "
-            f"{list(TESTBED_REQUIRED)}; optional: {list(TESTBED_OPTIONAL)}"
+            f"{list(required)}; optional: {list(optional)}"
         )
-    frame = frame.reset_index(drop=True)
+    return frame.reset_index(drop=True), _Source(name, tuple(lines) if lines else None)
+
+
+def check_testbed(frame: pd.DataFrame, name: str = "testbed table", lines: Sequence[int] | None = None) -> pd.DataFrame:
+    """Checks the values of a testbed table (columns: see the module doc); returns
+    it with seed and tau as int64. Raises ValueError naming the first bad row."""
+    frame, source = _checked_columns(frame, name, lines, TESTBED_REQUIRED, TESTBED_OPTIONAL)
     _check_text(frame, source, "agent")
     _check_whole(frame, source, "tau", 1)
     _check_whole(frame, source, "kappa", 1, empty_ok=True)
@@ -296,14 +303,7 @@ def check_testbed(frame: pd.DataFrame, name: str = "testbed table", lines: Seque
 def check_bandit(frame: pd.DataFrame, name: str = "bandit table", lines: Sequence[int] | None = None) -> pd.DataFrame:
     """Checks the values of a bandit table (columns: see the module doc); returns it
     with seed and step as int64. Raises ValueError naming the first bad row."""
-    source = _Source(name, tuple(lines) if lines else None)
-    missing = [c for c in BANDIT_REQUIRED if c not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"{name} is missing columns {missing} (has {list(frame.columns)}); required columns: "
-            f"{list(BANDIT_REQUIRED)}; optional: {list(BANDIT_OPTIONAL)}"
-        )
-    frame = frame.reset_index(drop=True)
+    frame, source = _checked_columns(frame, name, lines, BANDIT_REQUIRED, BANDIT_OPTIONAL)
     _check_text(frame, source, "agent")
     _check_whole(frame, source, "seed", None)
     _check_whole(frame, source, "step", 0)

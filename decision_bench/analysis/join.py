@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -61,6 +61,7 @@ __all__ = [
     "TESTBED_COLUMNS",
     "agent_level_points",
     "bandit_final_regret",
+    "drop_nonfinite",
     "drop_nonfinite_kl",
     "join_regret",
     "metric_rows",
@@ -132,18 +133,26 @@ def metric_rows(testbed: pd.DataFrame, metric: str) -> pd.DataFrame:
     return testbed[mask]
 
 
-def _finite_kl(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
-    kl = pd.to_numeric(rows["kl"], errors="coerce")
-    bad = ~np.isfinite(kl.to_numpy(dtype=float))
+def drop_nonfinite(
+    rows: pd.DataFrame, column: str, message: Callable[[pd.DataFrame], str], stacklevel: int = 1
+) -> pd.DataFrame:
+    """The rows whose ``column`` is a finite number, that column as numbers. The others are
+    dropped with one RuntimeWarning, ``message(dropped rows)``, never averaged in silently
+    (DESIGN: numerical failure is reported); stacklevel as seen from the caller."""
+    values = pd.to_numeric(rows[column], errors="coerce")
+    bad = ~np.isfinite(values.to_numpy(dtype=float))
     if bad.any():
-        agents = sorted(rows.loc[bad, "agent"].astype(str).unique())
-        # Never average a non-finite value in silently (DESIGN: numerical failure is reported).
-        warnings.warn(
-            f"{metric}: dropping {int(bad.sum())} testbed rows with non-finite kl (agents {agents})",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    return rows.loc[~bad].assign(kl=kl[~bad])
+        warnings.warn(message(rows.loc[bad]), RuntimeWarning, stacklevel=stacklevel + 1)
+    return rows.loc[~bad].assign(**{column: values[~bad]})
+
+
+def _finite_kl(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    return drop_nonfinite(
+        rows, "kl",
+        lambda bad: f"{metric}: dropping {len(bad)} testbed rows with non-finite kl "
+        f"(agents {sorted(bad['agent'].astype(str).unique())})",
+        stacklevel=3,
+    )
 
 
 def drop_nonfinite_kl(testbed: pd.DataFrame) -> pd.DataFrame:
@@ -152,16 +161,12 @@ def drop_nonfinite_kl(testbed: pd.DataFrame) -> pd.DataFrame:
     Call it once before the join and the figures so the warning is not repeated.
     """
     _check_columns(testbed, ("agent", "kl"), "testbed table")
-    kl = pd.to_numeric(testbed["kl"], errors="coerce")
-    bad = ~np.isfinite(kl.to_numpy(dtype=float))
-    if bad.any():
-        counts = testbed.loc[bad, "agent"].astype(str).value_counts().sort_index().to_dict()
-        warnings.warn(
-            f"dropping {int(bad.sum())} testbed rows with non-finite kl (rows per agent: {counts})",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    return testbed.loc[~bad].assign(kl=kl[~bad])
+    return drop_nonfinite(
+        testbed, "kl",
+        lambda bad: f"dropping {len(bad)} testbed rows with non-finite kl "
+        f"(rows per agent: {bad['agent'].astype(str).value_counts().sort_index().to_dict()})",
+        stacklevel=2,
+    )
 
 
 def testbed_metric_by_seed(testbed: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -236,16 +241,10 @@ def bandit_final_regret(bandit: pd.DataFrame) -> pd.DataFrame:
                 warnings.warn(f"dropping {len(runs)} {what} (agent, seed): {runs[:10]}", RuntimeWarning,
                               stacklevel=2)
         rows = rows.loc[~failed]
-    runs = run_final_regret(rows)
-    regret = pd.to_numeric(runs["final_regret"], errors="coerce")
-    bad = ~np.isfinite(regret.to_numpy(dtype=float))
-    if bad.any():
-        warnings.warn(
-            f"dropping {int(bad.sum())} bandit runs with non-finite final_regret",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        runs = runs.loc[~bad]
+    runs = drop_nonfinite(
+        run_final_regret(rows), "final_regret",
+        lambda bad: f"dropping {len(bad)} bandit runs with non-finite final_regret", stacklevel=2,
+    )
     settings = present(runs, BANDIT_SETTING_COLUMNS)
     if settings and runs[settings].drop_duplicates().shape[0] > 1:
         warnings.warn(

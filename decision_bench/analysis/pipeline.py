@@ -56,10 +56,11 @@ hard than about agents. The agent and relative levels remove them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -75,6 +76,7 @@ from decision_bench.analysis.correlation import (
     excludes_estimate,
     interval_text,
     min_resamples,
+    positive_points,
 )
 from decision_bench.analysis.fidelity import fidelity_outputs
 from decision_bench.analysis.figures import (
@@ -196,16 +198,7 @@ def _correlate_level(
         rows = points[points["metric"] == metric]
         if rows.empty:
             continue
-        kl, regret = rows["kl"].to_numpy(float), rows["regret"].to_numpy(float)
-        positive = (kl > 0) & (regret > 0)  # NaN compares False: dropped too
-        if not positive.all():
-            warnings.warn(
-                f"{metric} ({level} level): dropping {int((~positive).sum())} points with kl <= 0 or regret <= 0 "
-                "(the Pearson correlation is on the log scale)",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            kl, regret = kl[positive], regret[positive]
+        kl, regret = positive_points(rows, f"{metric} ({level} level)", stacklevel=3)
         if len(kl) < MIN_POINTS:
             message = (
                 f"too few {unit} to correlate {metric} with regret at the {level} level: {len(kl)} "
@@ -630,47 +623,38 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
     check_output_dir(directory, flag="results directory")
     # Without the `plot` extra the tables and the report are the whole analysis.
     draw = plotting_available()
-    # Data-quality warnings (dropped rows, unmatched agents, skipped figures) are
-    # recorded so the report lists them too, then re-issued to the caller.
-    caught: list[warnings.WarningMessage] = []
     with staged_outputs(directory, last=("report.md",)) as stage:
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", RuntimeWarning)
-                all_testbed = drop_nonfinite_kl(testbed_rows)
-                testbed, main_bandit, scope = all_testbed, bandit, None
-                if needs_robustness(all_testbed, bandit):
-                    testbed, main_bandit, scope = main_slice(all_testbed, bandit)
-                joined = relative_points(join_regret(testbed, main_bandit))
-                agents = agent_level_points(testbed, joined)
-                table, levels = correlation_levels(joined, agents, num_resamples, int(seed))
-                tables = {
-                    "correlations.csv": table,
-                    "joined.csv": joined,
-                    "joined_agents.csv": agents,
-                    "table2.csv": table2_side_by_side(testbed),
-                }
-                for name, frame in tables.items():
-                    write_results_csv(stage / name, frame)
-                staged = []
-                if draw:
-                    staged = all_figures(
-                        testbed, main_bandit, joined, levels["agent_seed"], stage, agents, levels["agent"]
-                    )
-                robust = None
-                if scope is not None:
-                    robust = robustness_outputs(
-                        all_testbed, bandit, stage, int(num_resamples), int(seed), draw_figures=draw
-                    )
-                    staged += list(robust.figures)
-                # testbed --reference: distance to the reference posterior (analysis/fidelity.py);
-                # writes nothing and adds no section without the fidelity columns.
-                fidelity = fidelity_outputs(testbed, stage, int(num_resamples), int(seed), draw_figures=draw)
-                staged += list(fidelity.figures)
-        finally:
-            # Re-issued even when an error follows: the warnings often explain it.
-            for record in caught:
-                warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
+        with recorded_warnings() as caught:
+            all_testbed = drop_nonfinite_kl(testbed_rows)
+            testbed, main_bandit, scope = all_testbed, bandit, None
+            if needs_robustness(all_testbed, bandit):
+                testbed, main_bandit, scope = main_slice(all_testbed, bandit)
+            joined = relative_points(join_regret(testbed, main_bandit))
+            agents = agent_level_points(testbed, joined)
+            table, levels = correlation_levels(joined, agents, num_resamples, int(seed))
+            tables = {
+                "correlations.csv": table,
+                "joined.csv": joined,
+                "joined_agents.csv": agents,
+                "table2.csv": table2_side_by_side(testbed),
+            }
+            for name, frame in tables.items():
+                write_results_csv(stage / name, frame)
+            staged = []
+            if draw:
+                staged = all_figures(
+                    testbed, main_bandit, joined, levels["agent_seed"], stage, agents, levels["agent"]
+                )
+            robust = None
+            if scope is not None:
+                robust = robustness_outputs(
+                    all_testbed, bandit, stage, int(num_resamples), int(seed), draw_figures=draw
+                )
+                staged += list(robust.figures)
+            # testbed --reference: distance to the reference posterior (analysis/fidelity.py);
+            # writes nothing and adds no section without the fidelity columns.
+            fidelity = fidelity_outputs(testbed, stage, int(num_resamples), int(seed), draw_figures=draw)
+            staged += list(fidelity.figures)
         notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
         notes += list(robust.notes) if robust is not None else []
         notes += _unverified_notes(directory, ("testbed.csv", "bandit.csv"))
@@ -694,26 +678,36 @@ def analyze(directory, num_resamples: int = 1000, seed: int = 0) -> AnalysisResu
     )
 
 
+@contextlib.contextmanager
+def recorded_warnings() -> Iterator[list[warnings.WarningMessage]]:
+    """Records every warning of the block (RuntimeWarnings always, even repeated: the data
+    notes of the report, e.g. dropped rows, unmatched agents, skipped figures) and
+    re-issues them to the caller when it ends, also when an error follows: the warnings
+    often explain it. Yields the list of records."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            yield caught
+    finally:
+        for record in caught:
+            warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
+
+
 def _analyze_testbed_only(directory: Path, testbed_rows: pd.DataFrame, num_resamples: int, seed: int) -> AnalysisResult:
     """The analysis of a testbed run without bandit results: table2.csv, Figs. 2 and 5,
     the distance to a reference (``testbed --reference``) and a report; no correlation
     with regret. Outputs are staged and moved into place together, as in ``analyze``."""
     draw = plotting_available()  # as in analyze: no figures without the `plot` extra
-    caught: list[warnings.WarningMessage] = []
     with staged_outputs(directory, last=("report.md",)) as stage:
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", RuntimeWarning)
-                testbed = drop_nonfinite_kl(testbed_rows)
-                write_results_csv(stage / "table2.csv", table2_side_by_side(testbed))
-                staged = []
-                if draw:
-                    staged = plot_normalised_kl(testbed, stage) + plot_prior_functions(testbed, stage)
-                fidelity = fidelity_outputs(testbed, stage, num_resamples, seed, draw_figures=draw)
-                staged += list(fidelity.figures)
-        finally:
-            for record in caught:
-                warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
+        with recorded_warnings() as caught:
+            testbed = drop_nonfinite_kl(testbed_rows)
+            write_results_csv(stage / "table2.csv", table2_side_by_side(testbed))
+            staged = []
+            if draw:
+                staged = plot_normalised_kl(testbed, stage) + plot_prior_functions(testbed, stage)
+            fidelity = fidelity_outputs(testbed, stage, num_resamples, seed, draw_figures=draw)
+            staged += list(fidelity.figures)
         notes = [str(r.message) for r in caught if issubclass(r.category, RuntimeWarning)]
         notes += _unverified_notes(directory, ("testbed.csv",))
         notes += [] if draw else [FIGURES_SKIPPED]

@@ -51,6 +51,7 @@ from decision_bench.analysis.correlation import (
     check_num_resamples,
     correlate,
     percentile_interval,
+    positive_points,
 )
 from decision_bench.analysis.inputs import (
     BANDIT_REQUIRED,
@@ -63,6 +64,7 @@ from decision_bench.analysis.join import (
     METRICS,
     _finite_kl,
     agent_level_points,
+    drop_nonfinite,
     drop_nonfinite_kl,
     join_regret,
     metric_rows,
@@ -155,13 +157,10 @@ def _regret_cells(results: pd.DataFrame) -> pd.DataFrame:
     if not runs:
         raise ValueError("results have no successful bandit runs for metric 'regret'")
     runs = pd.concat(runs, ignore_index=True)
-    regret = pd.to_numeric(runs["final_regret"], errors="coerce")
-    bad = ~np.isfinite(regret.to_numpy(dtype=float))
-    if bad.any():
-        warnings.warn(
-            f"regret: dropping {int(bad.sum())} bandit runs with non-finite final regret", RuntimeWarning, stacklevel=4
-        )
-    runs = runs.loc[~bad].assign(final_regret=regret[~bad])
+    runs = drop_nonfinite(
+        runs, "final_regret",
+        lambda bad: f"regret: dropping {len(bad)} bandit runs with non-finite final regret", stacklevel=4,
+    )
     return _cells(runs, present(runs, BANDIT_SETTING_COLUMNS), "final_regret")
 
 
@@ -630,16 +629,7 @@ def regret_kl_correlation_by_dimension(
         table = agent_level_points(tb, joined) if points == "agent" else joined
         for index, metric in enumerate(names):
             rows = table[table["metric"] == metric]
-            kl, regret = rows["kl"].to_numpy(float), rows["regret"].to_numpy(float)
-            positive = (kl > 0) & (regret > 0)
-            if not positive.all():
-                warnings.warn(
-                    f"input_dim {dim:g}, {metric}: dropping {int((~positive).sum())} points with kl <= 0 "
-                    "or regret <= 0 (Pearson is on the log scale)",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-            kl, regret = kl[positive], regret[positive]
+            kl, regret = positive_points(rows, f"input_dim {dim:g}, {metric}", stacklevel=2)
             if len(kl) < MIN_POINTS:
                 raise ValueError(
                     f"input_dim {dim:g}, {metric}: {len(kl)} {points} points to correlate (need >= {MIN_POINTS})"

@@ -63,6 +63,7 @@ from decision_bench.bandit.loop import (
     DEFAULT_REGULARIZATION,
     POLICIES,
     BanditLoop,
+    BanditLoopConfig,
     bandit_spec,
     make_loop,
     seed_keys,
@@ -71,6 +72,7 @@ from decision_bench.bandit.run import run_bandit
 
 __all__ = [
     "BanditLoop",
+    "BanditLoopConfig",
     "COLUMNS",
     "DEFAULT_REGULARIZATION",
     "POLICIES",

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from decision_bench._src.validation import check_int
-from decision_bench.bandit.loop import DEFAULT_REGULARIZATION, act_step, init_learner, learn_step, make_loop
+from decision_bench.bandit.loop import BanditLoopConfig, act_step, init_learner, learn_step, make_loop
 
 
 class ThompsonPolicy:
@@ -30,7 +30,8 @@ class ThompsonPolicy:
 
     With the same seed given to ``env.reset`` and to the policy, it takes the same
     actions as ``run_bandit`` for that seed (the key derivation in the module
-    docstring). Arguments as in ``run_bandit``; ``env`` may be a Gymnasium env of
+    docstring). Arguments as in ``run_bandit``: the loop's settings as keywords or as a
+    ``BanditLoopConfig`` (``config``); ``env`` may be a Gymnasium env of
     this package, an env id (with ``env_kwargs``) or a functional core. If the
     agent state becomes non-finite, the policy keeps its last finite state and
     records the step in ``failed_at`` / ``error``, as the compiled path does.
@@ -41,32 +42,15 @@ class ThompsonPolicy:
         agent: Any,
         env: Any,
         seed: int,
+        config: BanditLoopConfig | None = None,
         *,
-        policy: str = "thompson",
-        steps_per_obs: int = 1,
-        batch_size: int = 128,
-        replay_capacity: int = 10_000,
-        learning_rate: float = 1e-3,
         env_kwargs: dict | None = None,
         agent_kwargs: dict | None = None,
-        update_mode: str | None = None,
-        greedy_samples: int = 32,
-        regularization: str = DEFAULT_REGULARIZATION,
+        **settings: Any,
     ):
         self.seed = check_int("seed", seed, 0)
         self.loop, self.env_id = make_loop(
-            agent,
-            env,
-            policy=policy,
-            steps_per_obs=steps_per_obs,
-            batch_size=batch_size,
-            replay_capacity=replay_capacity,
-            learning_rate=learning_rate,
-            env_kwargs=env_kwargs,
-            agent_kwargs=agent_kwargs,
-            update_mode=update_mode,
-            greedy_samples=greedy_samples,
-            regularization=regularization,
+            agent, env, config, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs, **settings
         )
         self.learner = init_learner(self.loop, jnp.asarray(self.seed, jnp.int32))
         self.failed_at = 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -61,6 +61,54 @@ COLUMNS = (
 DEFAULT_REGULARIZATION = "sequential_linear_beta"
 
 
+@dataclasses.dataclass(frozen=True)
+class BanditLoopConfig:
+    """The settings of the Thompson-sampling loop, checked when made (ValueError naming the
+    field). ``run_bandit``, ``ThompsonPolicy`` and ``make_loop`` take them as keywords and
+    ``decision-bench bandit`` as flags; each builds this object.
+
+    policy: "thompson", "greedy" or "uniform". update_mode: "replay" or "online";
+    None uses the agent record's own. steps_per_obs optimiser steps per observation
+    on batches of batch_size drawn from a replay of replay_capacity (also the spec's
+    num_train). greedy_samples: draws averaged by "greedy" when the agent has no
+    member_logits. learning_rate: replaces a registered agent's own default where it
+    declares one. regularization: how the L2 (or KL) weight decays with t (the bandit
+    spec's, ``DEFAULT_REGULARIZATION`` or "sequential").
+    """
+
+    policy: str = "thompson"
+    update_mode: str | None = None
+    steps_per_obs: int = 1
+    batch_size: int = 128
+    replay_capacity: int = 10_000
+    greedy_samples: int = 32
+    learning_rate: float = 1e-3
+    regularization: str = DEFAULT_REGULARIZATION
+
+    def __post_init__(self) -> None:
+        check_choice("policy", self.policy, POLICIES)
+        if self.update_mode is not None:
+            check_choice("update_mode", self.update_mode, UPDATE_MODES)
+        # Frozen: the checked (int, float) values replace the given ones once, here.
+        for name in ("steps_per_obs", "batch_size", "replay_capacity", "greedy_samples"):
+            object.__setattr__(self, name, check_int(name, getattr(self, name), 1))
+        object.__setattr__(self, "learning_rate", check_positive("learning_rate", self.learning_rate))
+        check_choice("regularization", self.regularization, REGULARIZATION_MODES)
+
+    @classmethod
+    def from_keywords(cls, keywords: Mapping[str, Any]) -> BanditLoopConfig:
+        """The config of the fields' values in ``keywords`` (a function's keyword
+        arguments that include every field, e.g. ``run_bandit``'s); other keys are ignored."""
+        return cls(**{field.name: keywords[field.name] for field in dataclasses.fields(cls)})
+
+
+def loop_config(config: BanditLoopConfig | None, settings: dict) -> BanditLoopConfig:
+    """``config`` (default: the defaults) with the keyword ``settings`` replacing its fields."""
+    unknown = sorted(set(settings) - {f.name for f in dataclasses.fields(BanditLoopConfig)})
+    if unknown:
+        fields = [f.name for f in dataclasses.fields(BanditLoopConfig)]
+        raise ValueError(f"unknown bandit loop setting {unknown[0]!r}; accepted: {fields}")
+    return dataclasses.replace(config or BanditLoopConfig(), **settings)
 
 
 # ----------------------------------------------------------------------------
@@ -120,17 +168,20 @@ class BanditLoop:
     environment and the settings are static. So the jitted entry points take the
     loop as an ordinary argument: two loops that differ only in hyperparameter
     values share one compiled program. All methods are pure functions of arrays;
-    shapes are per seed.
+    shapes are per seed. Built by ``make_loop``; ``BanditLoopConfig`` documents
+    the settings.
     """
 
     agent: Agent
     env: Any  # a functional bandit core from envs/bandits.py
-    policy: str = "thompson"
-    update_mode: str = "replay"
-    steps_per_obs: int = 1
-    batch_size: int = 128
-    replay_capacity: int = 10_000
-    greedy_samples: int = 32  # draws averaged by `greedy` when the agent has no member_logits
+    # The static settings the step reads (BanditLoopConfig's, update_mode resolved);
+    # they carry no defaults here: make_loop builds a loop from a BanditLoopConfig.
+    policy: str
+    update_mode: str
+    steps_per_obs: int
+    batch_size: int
+    replay_capacity: int
+    greedy_samples: int  # draws averaged by `greedy` when the agent has no member_logits
 
     def init_learner(self, seed: jax.Array) -> LearnerState:
         """A fresh learner for a seed ([] int): agent initialised, replay empty."""
@@ -410,44 +461,34 @@ def check_seeds(seeds: Any) -> list[int]:
 def make_loop(
     agent: Any,
     env: Any,
+    config: BanditLoopConfig | None = None,
     *,
-    policy: str = "thompson",
-    steps_per_obs: int = 1,
-    batch_size: int = 128,
-    replay_capacity: int = 10_000,
-    learning_rate: float = 1e-3,
     env_kwargs: dict | None = None,
     agent_kwargs: dict | None = None,
-    update_mode: str | None = None,
-    greedy_samples: int = 32,
-    regularization: str = DEFAULT_REGULARIZATION,
+    **settings: Any,
 ) -> tuple[BanditLoop, str]:
-    """Validates the arguments and builds (loop, env id). See ``run_bandit``."""
-    check_choice("policy", policy, POLICIES)
-    steps_per_obs = check_int("steps_per_obs", steps_per_obs, 1)
-    batch_size = check_int("batch_size", batch_size, 1)
-    replay_capacity = check_int("replay_capacity", replay_capacity, 1)
-    greedy_samples = check_int("greedy_samples", greedy_samples, 1)
-    learning_rate = check_positive("learning_rate", learning_rate)
-    check_choice("regularization", regularization, REGULARIZATION_MODES)
+    """Builds (loop, env id) from a ``BanditLoopConfig`` (default: its defaults) whose
+    fields ``settings`` replace (``make_loop(agent, env, policy="uniform")``). See
+    ``run_bandit``."""
+    config = loop_config(config, settings)
     env, env_id = _resolve_env(env, env_kwargs)
     real_rewards = real_valued_rewards(env)
     # Any agent may play a Gaussian-reward bandit under the uniform policy (it is never
     # trained there): only the regret is accounted.
-    if isinstance(agent, str) and not (real_rewards and policy == "uniform"):
+    if isinstance(agent, str) and not (real_rewards and config.policy == "uniform"):
         check_inputs_fit(agent, env_id, one_hot=isinstance(env, BernoulliBandit), real_rewards=real_rewards)
-    built = _resolve_agent(agent, bandit_spec(env, replay_capacity, regularization), learning_rate, agent_kwargs)
-    if update_mode is None:
-        update_mode = built.update_mode
+    spec = bandit_spec(env, config.replay_capacity, config.regularization)
+    built = _resolve_agent(agent, spec, config.learning_rate, agent_kwargs)
+    update_mode = built.update_mode if config.update_mode is None else config.update_mode
     check_choice("update_mode", update_mode, UPDATE_MODES)
     loop = BanditLoop(
         agent=built,
         env=env,
-        policy=policy,
+        policy=config.policy,
         update_mode=update_mode,
-        steps_per_obs=steps_per_obs,
-        batch_size=batch_size,
-        replay_capacity=replay_capacity,
-        greedy_samples=greedy_samples,
+        steps_per_obs=config.steps_per_obs,
+        batch_size=config.batch_size,
+        replay_capacity=config.replay_capacity,
+        greedy_samples=config.greedy_samples,
     )
     return loop, env_id

@@ -29,6 +29,7 @@ from decision_bench.bandit.loop import (
     COLUMNS,
     DEFAULT_REGULARIZATION,
     BanditLoop,
+    BanditLoopConfig,
     check_seeds,
     init_carries,
     make_loop,
@@ -77,11 +78,12 @@ def run_bandit(
     env: Any,
     num_steps: int,
     seeds: int | Sequence[int],
-    policy: str = "thompson",
-    steps_per_obs: int = 1,
-    batch_size: int = 128,
-    replay_capacity: int = 10_000,
-    learning_rate: float = 1e-3,
+    # The loop's settings: BanditLoopConfig's fields, with its defaults.
+    policy: str = BanditLoopConfig.policy,
+    steps_per_obs: int = BanditLoopConfig.steps_per_obs,
+    batch_size: int = BanditLoopConfig.batch_size,
+    replay_capacity: int = BanditLoopConfig.replay_capacity,
+    learning_rate: float = BanditLoopConfig.learning_rate,
     log_every: int | None = None,
     *,
     chunk_size: int = 1000,
@@ -90,9 +92,9 @@ def run_bandit(
     progress: bool = True,
     env_kwargs: dict | None = None,
     agent_kwargs: dict | None = None,
-    update_mode: str | None = None,
-    greedy_samples: int = 32,
-    regularization: str = DEFAULT_REGULARIZATION,
+    update_mode: str | None = BanditLoopConfig.update_mode,
+    greedy_samples: int = BanditLoopConfig.greedy_samples,
+    regularization: str = BanditLoopConfig.regularization,
     callback: Callable[[int], None] | None = None,
     agent_fingerprint: str | None = None,
     on_rows: Callable[[pd.DataFrame], None] | None = None,
@@ -145,6 +147,8 @@ def run_bandit(
     compilation included, summed over resumed sessions; the same for every
     seed), error ("" or why that seed stopped; its later regrets are NaN).
     """
+    # The loop's settings are this function's keywords of BanditLoopConfig's field names.
+    given = dict(locals())
     from tqdm.auto import tqdm
 
     num_steps = check_int("num_steps", num_steps, 1)
@@ -153,20 +157,8 @@ def run_bandit(
     chunk_size = check_int("chunk_size", chunk_size, 1)
     if resume and out_dir is None:
         raise ValueError("resume=True needs out_dir, where the run was saved")
-    loop, env_id = make_loop(
-        agent,
-        env,
-        policy=policy,
-        steps_per_obs=steps_per_obs,
-        batch_size=batch_size,
-        replay_capacity=replay_capacity,
-        learning_rate=learning_rate,
-        env_kwargs=env_kwargs,
-        agent_kwargs=agent_kwargs,
-        update_mode=update_mode,
-        greedy_samples=greedy_samples,
-        regularization=regularization,
-    )
+    settings = BanditLoopConfig.from_keywords(given)
+    loop, env_id = make_loop(agent, env, settings, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
     env = loop.env
     log_steps = _log_steps(num_steps, log_every)
     if agent_fingerprint is None:

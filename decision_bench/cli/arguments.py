@@ -51,6 +51,15 @@ def add_agent_options(
                         help=SET_HELP + set_note)
 
 
+def add_display_options(parser, bars: str, logged: str, when: str) -> None:
+    """Adds --no-progress (hides the progress ``bars``) and --tensorboard DIR (logs
+    ``logged`` as TensorBoard event files ``when``) to a command that runs cells."""
+    parser.add_argument("--no-progress", action="store_true", help=f"hide the progress {bars}")
+    parser.add_argument("--tensorboard", metavar="DIR", default=None,
+                        help=f"also log {logged} as TensorBoard event files in DIR, {when} "
+                        "(needs the tensorboard extra: pip install 'decision-bench[tensorboard]')")
+
+
 def parse_value(text: str, default: Any = None) -> Any:
     """One --set VALUE as the type of the field's ``default``: "30" -> 30, "0.5" -> 0.5
     (and "1" -> 1.0 for a float field, so 1 and 1.0 name the same run), "20,20" -> (20, 20)

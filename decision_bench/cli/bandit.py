@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -47,8 +48,14 @@ from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench._src.validation import check_choice
 from decision_bench.agents.registry import names as agent_names
-from decision_bench.bandit import DEFAULT_REGULARIZATION, make_loop, run_bandit
-from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
+from decision_bench.bandit import DEFAULT_REGULARIZATION, BanditLoopConfig, make_loop, run_bandit
+from decision_bench.cli.arguments import (
+    add_agent_options,
+    add_display_options,
+    parse_agent_list,
+    parse_settings,
+    settings_label,
+)
 from decision_bench.experiments import estimate as estimate_module
 from decision_bench.experiments.agent_files import AgentFile, file_fingerprint, read_agent_files
 from decision_bench.experiments.cells import Cell
@@ -99,16 +106,18 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("--steps", type=int, default=10_000, help="time steps per seed")
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..n-1, run together")
-    p.add_argument("--policy", default="thompson", help="thompson, greedy or uniform")
-    p.add_argument("--steps-per-obs", type=int, default=1, help="optimiser steps per observation")
-    p.add_argument("--batch-size", type=int, default=128, help="replay minibatch size")
-    p.add_argument("--replay-capacity", type=int, default=10_000, help="replay buffer size")
+    p.add_argument("--policy", default=BanditLoopConfig.policy, help="thompson, greedy or uniform")
+    p.add_argument(
+        "--steps-per-obs", type=int, default=BanditLoopConfig.steps_per_obs, help="optimiser steps per observation"
+    )
+    p.add_argument("--batch-size", type=int, default=BanditLoopConfig.batch_size, help="replay minibatch size")
+    p.add_argument("--replay-capacity", type=int, default=BanditLoopConfig.replay_capacity, help="replay buffer size")
     p.add_argument(
         "--learning-rate",
         type=float,
-        default=1e-3,
+        default=BanditLoopConfig.learning_rate,
         help="Adam step size of every agent that has one, in place of the agent's own default"
-        + _replaced_defaults(1e-3),
+        + _replaced_defaults(BanditLoopConfig.learning_rate),
     )
     p.add_argument(
         "--regularization",
@@ -130,10 +139,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="store_true",
         help="continue the runs saved in --out (what happens anyway; kept for old scripts)",
     )
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    p.add_argument("--tensorboard", metavar="DIR", default=None,
-                   help="also log the regret curves as TensorBoard event files in DIR, as they grow "
-                   "(needs the tensorboard extra: pip install 'decision-bench[tensorboard]')")
+    add_display_options(p, "bars", "the regret curves", "as they grow")
     p.set_defaults(func=run_command)
     return p
 
@@ -161,6 +167,18 @@ def _hidden_sizes(text: str | None) -> tuple[int, ...] | None:
         raise ValueError(
             f"--hidden-sizes must be positive integers separated by commas, e.g. 50,50; got {text!r}"
         ) from None
+
+
+def config_from_flags(args: argparse.Namespace) -> BanditLoopConfig:
+    """The loop's settings from their flags (``--regularization`` None: the library's default)."""
+    return BanditLoopConfig(
+        policy=args.policy,
+        steps_per_obs=args.steps_per_obs,
+        batch_size=args.batch_size,
+        replay_capacity=args.replay_capacity,
+        learning_rate=args.learning_rate,
+        regularization=getattr(args, "regularization", None) or DEFAULT_REGULARIZATION,
+    )
 
 
 def _env_kwargs(args: argparse.Namespace) -> dict:
@@ -270,15 +288,6 @@ def run_command(args: argparse.Namespace) -> int:
     except ValueError as error:
         print_error(str(error))
         return 2
-    run_kwargs = dict(
-        policy=args.policy,
-        steps_per_obs=args.steps_per_obs,
-        batch_size=args.batch_size,
-        replay_capacity=args.replay_capacity,
-        learning_rate=args.learning_rate,
-        env_kwargs=env_kwargs,
-        regularization=getattr(args, "regularization", None) or DEFAULT_REGULARIZATION,
-    )
     # A ValueError is bad input (unknown agent, env, policy; a value out of range;
     # an --out that is a file). Every agent and the output folder are checked
     # before the first one runs, so a typo in the last name costs no minutes.
@@ -290,8 +299,9 @@ def run_command(args: argparse.Namespace) -> int:
             check_choice("--agents", agent, known)
         settings = parse_settings(getattr(args, "settings", ()), agents, files)
         planned = _run_agents(agents, files, settings)
+        config = config_from_flags(args)
         for agent, (runnable, agent_kwargs, _) in planned.items():
-            loop, _ = make_loop(runnable, args.env, agent_kwargs=agent_kwargs, **run_kwargs)
+            loop, _ = make_loop(runnable, args.env, config, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
         # Before anything is allocated: what this run's arrays need, against the machine.
         check_fits(
             "this bandit run",
@@ -350,7 +360,9 @@ def run_command(args: argparse.Namespace) -> int:
                     agent_kwargs=agent_kwargs,
                     agent_fingerprint=fingerprint,
                     on_rows=lambda rows, rename=rename: grown(results_table(rows.assign(**rename))),
-                    **run_kwargs,
+                    env_kwargs=env_kwargs,
+                    # run_bandit's keywords are the config's fields: it builds the same object.
+                    **dataclasses.asdict(config),
                 ).assign(**rename))
             df = results_table()
             write_csv(df, out / CSV_NAME)
@@ -377,8 +389,6 @@ def _showdown_columns(df: pd.DataFrame, env: object) -> pd.DataFrame:
 
     if type(env) not in SHOWDOWN_BANDITS.values():
         return df
-    import dataclasses
-
     position = df.columns.get_loc("env") + 1
     # num_actions is a column of every bandit.csv already; the other settings are new.
     new = [field.name for field in dataclasses.fields(env) if field.name not in df.columns]

@@ -28,7 +28,7 @@ from decision_bench.analysis import analyze
 from decision_bench.analysis.correlation import check_num_resamples
 from decision_bench.analysis.pipeline import HEADLINE_LEVELS, headline
 from decision_bench.cli.analyze import print_robustness, print_skewed_intervals
-from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings
+from decision_bench.cli.arguments import add_agent_options, add_display_options, parse_agent_list, parse_settings
 from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.experiments.executors import default_workers
 from decision_bench.experiments.estimate import format_duration
@@ -176,10 +176,7 @@ def register(subparsers) -> argparse.ArgumentParser:
                        help="cells computed at once by local worker processes (with --executor local): "
                        f"a count >= 1, or auto (the cores available, at most 4; here {default_workers()})")
         p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (>= 200: 10 beyond each bound of the 90%% interval)")
-        p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-        p.add_argument("--tensorboard", metavar="DIR", default=None,
-                       help="also log regret curves and d_KL as TensorBoard event files in DIR as cells finish "
-                       "(pip install 'decision-bench[tensorboard]')")
+        add_display_options(p, "bars", "regret curves and d_KL", "as cells finish")
         p.add_argument("--estimate", action="store_true",
                        help="print the cells, bandit steps and estimated wall time of every preset (this one's "
                        "with its --agents and --workers) and run nothing")

@@ -70,7 +70,13 @@ from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.agents.registry import config as agent_config
-from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
+from decision_bench.cli.arguments import (
+    add_agent_options,
+    add_display_options,
+    parse_agent_list,
+    parse_settings,
+    settings_label,
+)
 from decision_bench.data import BUNDLED, load_dataset, make_dataset_problem
 from decision_bench.evaluation.kl import METHODS
 from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
@@ -183,10 +189,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="a setting of the --reference agent (repeatable), e.g. num_chains=2",
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument("--tensorboard", metavar="DIR", default=None,
-                        help="also log the mean d_KL per agent, design and setting as TensorBoard event files "
-                        "in DIR as cells finish (pip install 'decision-bench[tensorboard]')")
+    add_display_options(parser, "bar", "the mean d_KL per agent, design and setting", "as cells finish")
     parser.set_defaults(func=main)
     return parser
 
@@ -454,6 +457,24 @@ def _realdata_plan(
     return datasets, seeds, cells
 
 
+def run_meta(
+    args: argparse.Namespace, sweep: str, seeds: tuple[int, ...], cells: tuple[Cell, ...], **named: object
+) -> dict:
+    """What OUT/testbed.json (or realdata.json) records of a run: the versions, the sweep,
+    ``named`` (e.g. the data sets), the seeds, agents, sizes, method and cell ids."""
+    return {
+        "versions": environment_info(),
+        "sweep": sweep,
+        **named,
+        "seeds": list(seeds),
+        "agents": args.agents,
+        "num_test": args.num_test,
+        "num_models": args.num_models,
+        "method": args.method,
+        "cells": [cell.id for cell in cells],
+    }
+
+
 def _main_realdata(
     args: argparse.Namespace, out: Path, datasets: tuple[str, ...], seeds: tuple[int, ...], cells: tuple[Cell, ...]
 ) -> int:
@@ -468,17 +489,7 @@ def _main_realdata(
     )
     frame = with_config_column(frame, cells)
     write_results_csv(out / "realdata.csv", frame)
-    meta = {
-        "versions": environment_info(),
-        "sweep": REALDATA,
-        "datasets": list(datasets),
-        "seeds": list(seeds),
-        "agents": args.agents,
-        "num_test": args.num_test,
-        "num_models": args.num_models,
-        "method": args.method,
-        "cells": [cell.id for cell in cells],
-    }
+    meta = run_meta(args, REALDATA, seeds, cells, datasets=list(datasets))
     atomic_write_text(out / "realdata.json", json.dumps(meta, indent=2) + "\n")
     print(f"mean NLL ({len(frame)} rows, sweep {REALDATA}):")
     print(realdata_table(frame).round(3).to_string())
@@ -744,16 +755,7 @@ def _run_testbed_cells(args, out, sweep_name, custom, seeds, cells, reference, r
             board.close()
     frame = with_config_column(frame, cells)
     write_results_csv(out / "testbed.csv", frame)
-    meta = {
-        "versions": environment_info(),
-        "sweep": sweep_name,
-        "seeds": list(seeds),
-        "agents": args.agents,
-        "num_test": args.num_test,
-        "num_models": args.num_models,
-        "method": args.method,
-        "cells": [cell.id for cell in cells],
-    }
+    meta = run_meta(args, sweep_name, seeds, cells)
     if reference is not None:
         meta["reference"] = {"agent": reference, "options": reference_options}
     if custom is not None:

@@ -26,6 +26,7 @@ from decision_bench._src.validation import (
     check_positive,
     check_sizes,
 )
+from decision_bench.envs._step_info import step_info
 from decision_bench.envs.classification import ClassificationBandit
 from decision_bench.envs.showdown import SHOWDOWN_BANDITS
 from decision_bench.priors import ACTIVATIONS, CoinsPrior, MLPPrior
@@ -39,19 +40,6 @@ class BanditParams(NamedTuple):
 class BanditState(NamedTuple):
     actions: jax.Array  # [num_actions, input_dim] the action set shown now (the observation)
     t: jax.Array  # [] i32 steps taken since reset
-
-
-def step_info(probs: jax.Array, action: jax.Array) -> dict[str, jax.Array]:
-    """The per-step facts every bandit reports. probs: [A] P(reward = 1) of each action."""
-    chosen = probs[action]
-    best = jnp.max(probs)
-    return {
-        "expected_reward": chosen,
-        "optimal_expected_reward": best,
-        # XLA may fuse the two reads of probs differently; clamp the rounding.
-        "regret": jnp.maximum(best - chosen, 0.0),
-        "optimal_action": jnp.argmax(probs).astype(jnp.int32),
-    }
 
 
 @dataclasses.dataclass(frozen=True)

@@ -57,6 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from decision_bench._src.validation import check_int, check_nonnegative
+from decision_bench.envs._step_info import step_info
 from decision_bench.envs.classification import arm_features
 
 
@@ -86,18 +87,6 @@ def _check_unit(name: str, value: float) -> float:
     if value > 1.0:
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
     return value
-
-
-def gaussian_step_info(means: jax.Array, action: jax.Array) -> dict[str, jax.Array]:
-    """The per-step facts, from the arms' expected rewards means [A] at this context."""
-    chosen = means[action]
-    best = jnp.max(means)
-    return {
-        "expected_reward": chosen,
-        "optimal_expected_reward": best,
-        "regret": jnp.maximum(best - chosen, 0.0),
-        "optimal_action": jnp.argmax(means).astype(jnp.int32),
-    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +135,7 @@ class _GaussianContextBandit:
         """
         k_noise, k_next = jax.random.split(key)
         means = self.expected_rewards(params, state.context)
-        info = gaussian_step_info(means, action)
+        info = step_info(means, action)
         noise = jax.random.normal(k_noise, (), jnp.float32)
         reward = info["expected_reward"] + self.noise_stds(params)[action] * noise
         next_state = self._show(k_next, params, state.t + 1)
@@ -383,7 +372,7 @@ class TableBandit(_GaussianContextBandit):
     ) -> tuple[jax.Array, TableState, jax.Array, dict[str, jax.Array]]:
         """Plays ``action`` on the shown row (its table reward; regret from the expected
         rewards), then shows a fresh row. The key only draws that row."""
-        info = gaussian_step_info(params.expected_rewards[state.row], action)
+        info = step_info(params.expected_rewards[state.row], action)
         reward = params.rewards[state.row, action]
         next_state = self._show(key, params, state.t + 1)
         return next_state.actions, next_state, reward, info

@@ -514,6 +514,14 @@ def _evaluate(
     return arrays, cfg, sizes[0], sizes[1]
 
 
+def _result_settings(cfg: FidelityConfig, num_models: int, reference_num_models: int) -> dict[str, Any]:
+    """The settings both result classes report: the resolved config's design, label and
+    model-set methods, and each side's model-set size."""
+    fields = ("tau", "kappa", "num_test", "label_method", "method", "reference_method")
+    sizes = {"num_models": num_models, "reference_num_models": reference_num_models}
+    return {**{name: getattr(cfg, name) for name in fields}, **sizes}
+
+
 def posterior_fidelity(
     key: jax.Array,
     fitted: Sampler,
@@ -536,14 +544,7 @@ def posterior_fidelity(
         **values,
         tv_joint_per_sample=np.asarray(arrays.tv_joint),
         kl_per_sample=np.asarray(arrays.kl),
-        tau=cfg.tau,
-        kappa=cfg.kappa,
-        num_test=cfg.num_test,
-        label_method=cfg.label_method,
-        method=cfg.method,
-        reference_method=cfg.reference_method,
-        num_models=m,
-        reference_num_models=r,
+        **_result_settings(cfg, m, r),
     )
 
 
@@ -573,12 +574,5 @@ def kl_to_reference(
         kl_mc_stderr=values["kl_to_reference_mc_stderr"],
         per_sample=per_sample,
         fraction_finite=values["fraction_finite"],
-        tau=cfg.tau,
-        kappa=cfg.kappa,
-        num_test=cfg.num_test,
-        label_method=cfg.label_method,
-        method=cfg.method,
-        reference_method=cfg.reference_method,
-        num_models=m,
-        reference_num_models=r,
+        **_result_settings(cfg, m, r),
     )

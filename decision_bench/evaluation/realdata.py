@@ -41,14 +41,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from decision_bench._src.keys import ACCURACY_TAG, NLL_TAG
 from decision_bench._src.keys import REALDATA_EVAL_TAG as EVAL_TAG
 from decision_bench._src.keys import REALDATA_FIT_TAG as FIT_TAG
-from decision_bench._src.validation import check_choice, check_int, check_optional_int
+from decision_bench._src.validation import check_choice, check_int, check_optional_int, check_seed_list
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import Agent, fit, make, names
 from decision_bench.agents.registry import check_inputs_fit
@@ -135,15 +134,6 @@ def _agent_list(agent_names: Any) -> dict[str, Callable[..., Agent] | None]:
     return items
 
 
-def _seed_list(seeds: Any) -> tuple[int, ...]:
-    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-        return tuple(range(check_int("seeds", seeds, 1)))
-    values = tuple(check_int("seeds", s, 0) for s in seeds)
-    if not values or len(set(values)) != len(values):
-        raise ValueError(f"seeds must be a count >= 1 or distinct integers >= 0, got {seeds!r}")
-    return values
-
-
 def run_realdata(
     agent_names: str | Sequence[str] | Mapping[str, Callable[..., Agent] | None],
     datasets: Sequence[Any] = DEFAULT_DATASETS,
@@ -175,7 +165,7 @@ def run_realdata(
     likelihood (fraction_finite says how many did), never a silent average.
     """
     agents = _agent_list(agent_names)
-    seed_values = _seed_list(seeds)
+    seed_values = check_seed_list(seeds)
     sizes = tuple(check_optional_int("num_train", t, 1) for t in num_train)
     design_list = tuple((check_int("tau", tau, 1), check_optional_int("kappa", kappa, 1)) for tau, kappa in designs)
     if not sizes or not design_list:

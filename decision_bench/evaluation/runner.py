@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -50,7 +50,7 @@ from decision_bench._src.keys import (
     REFERENCE_FIT_TAG,
     problem_key,
 )
-from decision_bench._src.validation import check_choice, check_int
+from decision_bench._src.validation import check_choice, check_int, check_seed_list
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
 from decision_bench.agents import registry as agent_registry
@@ -148,14 +148,7 @@ def _agent_factories(
 
 
 def _seed_list(seeds: int | Iterable[int] | None, sweep: Sweep) -> tuple[int, ...]:
-    if seeds is None:
-        return tuple(range(sweep.num_seeds))
-    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-        return tuple(range(check_int("seeds", seeds, 1)))
-    values = tuple(check_int("seeds", s, 0) for s in seeds)
-    if not values or len(set(values)) != len(values):
-        raise ValueError(f"seeds must be a count >= 1 or distinct integers >= 0, got {seeds!r}")
-    return values
+    return tuple(range(sweep.num_seeds)) if seeds is None else check_seed_list(seeds)
 
 
 def _timed(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, float, float]:
@@ -171,8 +164,32 @@ def _timed(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, float, float]:
     return out, max(wall - clock.seconds, 0.0), clock.seconds
 
 
+def problem_keys(setting: TestbedSetting, seeds: Sequence[int]) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(env, fit, eval) keys [S] of the seeds of a setting (the module docstring's
+    derivation): ``problem_key`` of each seed, then FIT_TAG and EVAL_TAG folded in."""
+    env_keys = jnp.stack(
+        [problem_key(s, setting.input_dim, setting.num_train, setting.temperature) for s in seeds]
+    )
+    fit_keys = jax.vmap(lambda k: jax.random.fold_in(k, FIT_TAG))(env_keys)
+    eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_TAG))(env_keys)
+    return env_keys, fit_keys, eval_keys
+
+
+def design_kls(
+    per_design: Sequence[tuple[Any, Any]], configs: Sequence[EvalConfig], seeds: Sequence[int]
+) -> Iterator[tuple[EvalConfig, int, int, float, float, float]]:
+    """(design config, seed index, seed, kl, kl_stderr, fraction_finite) for every design
+    and seed, design-major, from ``evaluate_seeds``' per-design (env, agent)
+    log-likelihoods [S, ...]: the kl columns of a testbed row."""
+    for d, cfg in enumerate(configs):
+        env_ll, agent_ll = (np.asarray(a) for a in per_design[d])
+        for s, seed in enumerate(seeds):
+            kl, stderr, fraction = summarize(env_ll[s] - agent_ll[s], strict=False)
+            yield cfg, s, seed, kl, stderr, fraction
+
+
 @functools.partial(jax.jit, static_argnames=("num_rows",))
-def _fit_seeds(
+def fit_seeds(
     agent: Agent,
     prior: Any,
     env_keys: jax.Array,
@@ -199,7 +216,7 @@ def _fit_seeds(
 
 
 @functools.partial(jax.jit, static_argnames=("configs", "num_test", "method"))
-def _evaluate_seeds(
+def evaluate_seeds(
     agent: Agent,
     prior: Any,
     states: Any,
@@ -271,18 +288,14 @@ def _run_group(
         )
         for design in sweep.designs
     )
-    env_keys = jnp.stack(
-        [problem_key(s, setting.input_dim, setting.num_train, setting.temperature) for s in seeds]
-    )
-    fit_keys = jax.vmap(lambda k: jax.random.fold_in(k, FIT_TAG))(env_keys)
-    eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_TAG))(env_keys)
+    env_keys, fit_keys, eval_keys = problem_keys(setting, seeds)
 
     (env_params, states), fit_s, fit_compile_s = _timed(
-        _fit_seeds, agent, prior, env_keys, fit_keys, jnp.int32(setting.num_train),
+        fit_seeds, agent, prior, env_keys, fit_keys, jnp.int32(setting.num_train),
         num_rows=bucket_size(setting.num_train),
     )
     (per_design, acc, ece, finite_params), eval_s, eval_compile_s = _timed(
-        _evaluate_seeds, agent, prior, states, env_params, eval_keys,
+        evaluate_seeds, agent, prior, states, env_params, eval_keys,
         configs=configs, num_test=num_test, method=resolved,
     )
     if resolved == "exact":
@@ -293,36 +306,33 @@ def _run_group(
         models_used = num_models
     num_rows = len(seeds) * len(configs)
     rows = []
-    for d, cfg in enumerate(configs):
-        env_ll, agent_ll = (np.asarray(a) for a in per_design[d])
-        for s, seed in enumerate(seeds):
-            kl, stderr, fraction = summarize(env_ll[s] - agent_ll[s], strict=False)
-            rows.append(
-                {
-                    "agent": agent_name,
-                    "prior": setting.prior,
-                    "activation": activation,
-                    "hidden_sizes": hidden_sizes,
-                    "input_dim": setting.input_dim,
-                    "num_train": setting.num_train,
-                    "temperature": setting.temperature,
-                    "tau": cfg.tau,
-                    "kappa": cfg.kappa,
-                    "seed": seed,
-                    "kl": kl,
-                    "kl_stderr": stderr,
-                    "accuracy": float(acc[s]),
-                    "ece": float(ece[s]),
-                    "fraction_finite": fraction,
-                    "params_finite": bool(finite_params[s]),
-                    "fit_seconds": fit_s / num_rows,
-                    "eval_seconds": eval_s / num_rows,
-                    "compile_seconds": (fit_compile_s + eval_compile_s) / num_rows,
-                    "method": resolved,
-                    "num_models": models_used,
-                    "num_test": num_test,
-                }
-            )
+    for cfg, s, seed, kl, stderr, fraction in design_kls(per_design, configs, seeds):
+        rows.append(
+            {
+                "agent": agent_name,
+                "prior": setting.prior,
+                "activation": activation,
+                "hidden_sizes": hidden_sizes,
+                "input_dim": setting.input_dim,
+                "num_train": setting.num_train,
+                "temperature": setting.temperature,
+                "tau": cfg.tau,
+                "kappa": cfg.kappa,
+                "seed": seed,
+                "kl": kl,
+                "kl_stderr": stderr,
+                "accuracy": float(acc[s]),
+                "ece": float(ece[s]),
+                "fraction_finite": fraction,
+                "params_finite": bool(finite_params[s]),
+                "fit_seconds": fit_s / num_rows,
+                "eval_seconds": eval_s / num_rows,
+                "compile_seconds": (fit_compile_s + eval_compile_s) / num_rows,
+                "method": resolved,
+                "num_models": models_used,
+                "num_test": num_test,
+            }
+        )
     if reference is not None:
         _add_fidelity(
             reference, rows, agent, states, setting, prior, spec,
@@ -436,7 +446,7 @@ def _reference_fit(
     start = time.perf_counter()
     # The same environment keys as the agent's fit: the same environments and data.
     _, states = jax.block_until_ready(
-        _fit_seeds(agent, prior, env_keys, fit_keys, jnp.int32(setting.num_train),
+        fit_seeds(agent, prior, env_keys, fit_keys, jnp.int32(setting.num_train),
                    num_rows=bucket_size(setting.num_train))
     )
     seconds = time.perf_counter() - start

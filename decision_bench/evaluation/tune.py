@@ -37,16 +37,15 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from decision_bench._src.files import sha256_hex, verify_results_file, write_results_csv
-from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
 from decision_bench._src.validation import check_int
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import make
 from decision_bench.agents.core import hyperparameters_of, with_hyperparameters
 from decision_bench.agents.registry import check_inputs_fit, config, hyperparameters, names
 from decision_bench.agents.training import bucket_size
-from decision_bench.evaluation.kl import EvalConfig, FittedAgent, resolve_method, summarize
+from decision_bench.evaluation.kl import EvalConfig, FittedAgent, resolve_method
 from decision_bench.evaluation.likelihood import DEFAULT_MAX_ROWS
-from decision_bench.evaluation.runner import _evaluate_seeds, _fit_seeds
+from decision_bench.evaluation.runner import design_kls, evaluate_seeds, fit_seeds, problem_keys
 from decision_bench.evaluation.sweeps import Sweep, TestDesign, get_sweep
 from decision_bench.priors import make_prior
 from decision_bench.specs import ProblemSpec
@@ -172,8 +171,8 @@ def _fit_and_evaluate_grid(
     """Fits and evaluates every (grid point, seed): outputs lead with [G, S]."""
 
     def one_point(agent: Any) -> tuple:
-        env_params, states = _fit_seeds(agent, prior, env_keys, fit_keys, num_train, num_rows=num_rows)
-        return _evaluate_seeds(
+        env_params, states = fit_seeds(agent, prior, env_keys, fit_keys, num_train, num_rows=num_rows)
+        return evaluate_seeds(
             agent, prior, states, env_params, eval_keys,
             configs=configs, num_test=num_test, method=method,
         )
@@ -261,27 +260,21 @@ def tune(
             EvalConfig(d.tau, d.kappa, num_test, num_models, resolved, budget) for d in DESIGNS
         )
         seeds_list = list(range(num_seeds))
-        env_keys = jnp.stack(
-            [problem_key(s, setting.input_dim, setting.num_train, setting.temperature) for s in seeds_list]
-        )
-        fit_keys = jax.vmap(lambda k: jax.random.fold_in(k, FIT_TAG))(env_keys)
-        eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, EVAL_TAG))(env_keys)
+        env_keys, fit_keys, eval_keys = problem_keys(setting, seeds_list)
         per_design, _, _, finite = _fit_and_evaluate_grid(
             grid_agent, prior, env_keys, fit_keys, eval_keys, jnp.int32(setting.num_train),
             num_rows=bucket_size(setting.num_train), configs=configs, num_test=num_test,
             method=resolved,
         )
         for g, point in enumerate(points):
-            for d, cfg in enumerate(configs):
-                env_ll, agent_ll = (np.asarray(a)[g] for a in per_design[d])
-                for s, seed in enumerate(seeds_list):
-                    kl, stderr, _ = summarize(env_ll[s] - agent_ll[s], strict=False)
-                    setting_rows.append({
-                        "agent": agent_name, **point, "input_dim": setting.input_dim,
-                        "num_train": setting.num_train, "temperature": setting.temperature,
-                        "tau": cfg.tau, "seed": seed, "kl": kl, "kl_stderr": stderr,
-                        "params_finite": bool(np.asarray(finite)[g, s]),
-                    })
+            point_designs = jax.tree.map(lambda a: np.asarray(a)[g], per_design)
+            for cfg, s, seed, kl, stderr, _ in design_kls(point_designs, configs, seeds_list):
+                setting_rows.append({
+                    "agent": agent_name, **point, "input_dim": setting.input_dim,
+                    "num_train": setting.num_train, "temperature": setting.temperature,
+                    "tau": cfg.tau, "seed": seed, "kl": kl, "kl_stderr": stderr,
+                    "params_finite": bool(np.asarray(finite)[g, s]),
+                })
         if stored is not None:
             write_results_csv(stored, pd.DataFrame(setting_rows))  # atomic, with its checksum file
         rows.extend(setting_rows)

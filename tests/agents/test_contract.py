@@ -249,6 +249,13 @@ def test_fit_hands_fit_data_the_real_rows_once_after_the_updates():
 # ---------------------------------------------------------------- bad input
 
 
+@pytest.mark.parametrize("name", agents.names())
+def test_every_registered_config_class_is_exported_by_name(name):
+    config_class = type(agents.config(name))
+    assert config_class.__name__ in agents.__all__
+    assert getattr(agents, config_class.__name__) is config_class
+
+
 def test_unknown_name_lists_the_registered_names():
     with pytest.raises(ValueError, match="registered agents") as err:
         agents.make("ensmble", SPEC)

@@ -17,7 +17,7 @@ import decision_bench  # noqa: F401  (registers the Gymnasium ids)
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.beta_bernoulli import BetaBernoulliConfig, make_beta_bernoulli
 from decision_bench.agents.registry import names as agent_names
-from decision_bench.bandit import ThompsonPolicy, bandit_spec, make_loop, run_bandit
+from decision_bench.bandit import BanditLoopConfig, ThompsonPolicy, bandit_spec, make_loop, run_bandit
 from decision_bench.envs.bandits import make_bandit
 
 NEURAL = {"input_dim": 2, "num_actions": 40, "temperature": 0.1}
@@ -306,6 +306,50 @@ def test_bad_input_names_the_parameter(kwargs, message):
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         run_bandit(**args, progress=False)
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("policy", "softmax", r"policy must be one of \['greedy', 'thompson', 'uniform'\], got 'softmax'"),
+        ("update_mode", "sometimes", r"update_mode must be one of \['online', 'replay'\]"),
+        ("steps_per_obs", 0, "steps_per_obs must be an integer >= 1, got 0"),
+        ("batch_size", 2.5, "batch_size must be an integer >= 1, got 2.5"),
+        ("replay_capacity", True, "replay_capacity must be an integer >= 1, got True"),
+        ("greedy_samples", 0, "greedy_samples must be an integer >= 1, got 0"),
+        ("learning_rate", float("nan"), "learning_rate must be a finite number > 0, got nan"),
+        ("regularization", "linear", r"regularization must be one of .*sequential.*, got 'linear'"),
+    ],
+)
+def test_loop_config_refuses_a_bad_field_in_one_line_naming_it(field, value, message):
+    with pytest.raises(ValueError, match=message) as raised:
+        BanditLoopConfig(**{field: value})
+    assert "\n" not in str(raised.value)
+
+
+def test_loop_settings_as_keywords_or_as_a_config_build_the_same_loop():
+    config = BanditLoopConfig(policy="greedy", steps_per_obs=2, batch_size=np.int64(16), replay_capacity=50)
+    assert config.batch_size == 16 and type(config.batch_size) is int
+    by_config, _ = make_loop(LINEAR2, "BernoulliBandit-v0", config)
+    by_keywords, _ = make_loop(LINEAR2, "BernoulliBandit-v0", policy="greedy", steps_per_obs=2, batch_size=16,
+                               replay_capacity=50)
+    assert by_config == by_keywords
+    assert (by_config.policy, by_config.steps_per_obs, by_config.batch_size) == ("greedy", 2, 16)
+    assert by_config.update_mode == "replay"  # None in the config: the agent record's own
+    # A keyword replaces the config's field; an unknown one is refused, naming it.
+    replaced, _ = make_loop(LINEAR2, "BernoulliBandit-v0", config, batch_size=8)
+    assert replaced.batch_size == 8 and replaced.policy == "greedy"
+    with pytest.raises(ValueError, match="unknown bandit loop setting 'batchsize'"):
+        make_loop(LINEAR2, "BernoulliBandit-v0", batchsize=8)
+
+
+def test_run_bandit_takes_every_loop_setting_as_a_keyword_with_the_configs_default():
+    import dataclasses
+    import inspect
+
+    parameters = inspect.signature(run_bandit).parameters
+    for field in dataclasses.fields(BanditLoopConfig):
+        assert parameters[field.name].default == field.default, field.name
 
 
 def test_all_three_environments_run():

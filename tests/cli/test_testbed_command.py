@@ -1,16 +1,19 @@
-"""``decision-bench testbed`` with a custom grid: custom_sweep, the list flags and their errors."""
+"""``decision-bench testbed``: a named sweep's CSV and summary; with a custom grid: custom_sweep,
+the list flags and their errors."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from decision_bench import cli
 from decision_bench.cli import testbed as command
-from decision_bench.evaluation import custom_sweep
+from decision_bench.evaluation import custom_sweep, get_sweep
+from decision_bench.evaluation.runner import COLUMNS
 from decision_bench.evaluation.sweeps import TestbedSetting, TestDesign
 
 
@@ -134,3 +137,37 @@ def test_custom_grid_command_writes_the_grid(tmp_path, capsys):
     assert meta["grid"] == {"input_dims": [2], "num_trains": [3, 30], "temperatures": [0.1],
                             "designs": [[1, None], [10, None], [10, 2]]}
     assert "sweep custom" in capsys.readouterr().out
+
+
+def test_testbed_command_writes_csv_and_prints_summary(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    command.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        ["testbed", "--agents", "uniform", "--sweep", "quick", "--seeds", "1", "--num-test", "50",
+         "--num-models", "5", "--out", str(tmp_path), "--no-progress"]
+    )
+    assert args.func(args) == 0
+    written = pd.read_csv(tmp_path / "testbed.csv")
+    assert tuple(written.columns) == COLUMNS
+    assert len(written) == len(get_sweep("quick").settings) * len(get_sweep("quick").designs)
+    assert (tmp_path / "testbed.json").exists()
+    printed = capsys.readouterr().out
+    assert "d_KL^10,kappa=2" in printed and "uniform" in printed
+
+
+def test_summary_is_absolute_with_the_ratio_to_mlp_beside():
+    rows = pd.DataFrame(
+        {"agent": ["mlp", "mlp", "x", "x"], "tau": [1, 10, 1, 10], "kappa": [None, None, None, None],
+         "seed": [0, 0, 0, 0], "kl": [0.2, 2.0, 0.1, 3.0]}
+    )
+    table = command.summary_table(rows)
+    np.testing.assert_allclose(table.xs("x", level="agent")["mean"].to_numpy(), [0.1, 3.0])
+    np.testing.assert_allclose(table.xs("x", level="agent")["vs_mlp"].to_numpy(), [0.5, 1.5])
+    np.testing.assert_allclose(table.xs("mlp", level="agent")["vs_mlp"].to_numpy(), [1.0, 1.0])
+
+
+def test_robustness_sweeps_are_named_by_the_sweep_flag():
+    parser = argparse.ArgumentParser()
+    command.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["testbed", "--sweep", "robustness_quick", "--out", "x"])
+    assert args.sweep == "robustness_quick" and command.grid_sweep(args) is None

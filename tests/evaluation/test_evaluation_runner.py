@@ -1,19 +1,14 @@
-"""The testbed runner and the ``testbed`` command: the vmapped, compiled path agrees
-with fitting and evaluating one problem at a time."""
+"""The testbed runner: the vmapped, compiled path agrees with fitting and evaluating
+one problem at a time (the ``testbed`` command: tests/cli/test_testbed_command.py)."""
 
 from __future__ import annotations
 
-import argparse
-
 import jax
-import numpy as np
-import pandas as pd
 import pytest
 
 from decision_bench.agents import fit, make
 from decision_bench.envs.testbed import make_testbed_problem
 from decision_bench.evaluation import FittedAgent, estimate_kl, get_sweep, run_testbed
-from decision_bench.cli import testbed as command
 from decision_bench._src.keys import EVAL_TAG, FIT_TAG, problem_key
 from decision_bench.evaluation.runner import COLUMNS, DESIGN_TAG
 from decision_bench.evaluation.sweeps import Sweep, TestbedSetting, TestDesign
@@ -100,30 +95,3 @@ def test_named_sweeps_match_the_papers():
     }
     assert {(d.tau, d.kappa) for d in highdim.designs} == {(1, None), (10, None), (10, 2)}
     assert highdim.num_seeds == 5
-
-
-def test_testbed_command_writes_csv_and_prints_summary(tmp_path, capsys):
-    parser = argparse.ArgumentParser()
-    command.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(
-        ["testbed", "--agents", "uniform", "--sweep", "quick", "--seeds", "1", "--num-test", "50",
-         "--num-models", "5", "--out", str(tmp_path), "--no-progress"]
-    )
-    assert args.func(args) == 0
-    written = pd.read_csv(tmp_path / "testbed.csv")
-    assert tuple(written.columns) == COLUMNS
-    assert len(written) == len(get_sweep("quick").settings) * len(get_sweep("quick").designs)
-    assert (tmp_path / "testbed.json").exists()
-    printed = capsys.readouterr().out
-    assert "d_KL^10,kappa=2" in printed and "uniform" in printed
-
-
-def test_summary_is_absolute_with_the_ratio_to_mlp_beside():
-    rows = pd.DataFrame(
-        {"agent": ["mlp", "mlp", "x", "x"], "tau": [1, 10, 1, 10], "kappa": [None, None, None, None],
-         "seed": [0, 0, 0, 0], "kl": [0.2, 2.0, 0.1, 3.0]}
-    )
-    table = command.summary_table(rows)
-    np.testing.assert_allclose(table.xs("x", level="agent")["mean"].to_numpy(), [0.1, 3.0])
-    np.testing.assert_allclose(table.xs("x", level="agent")["vs_mlp"].to_numpy(), [0.5, 1.5])
-    np.testing.assert_allclose(table.xs("mlp", level="agent")["vs_mlp"].to_numpy(), [1.0, 1.0])

@@ -2,10 +2,9 @@
 
 Settings carry the random-MLP prior's activation and hidden sizes; the named
 sweeps robustness_activation, robustness_width and robustness_quick list the
-families; rows and the testbed command's cells keep families apart.
+families; rows and the testbed cells keep families apart (the command's --sweep:
+tests/cli/test_testbed_command.py).
 """
-
-import argparse
 
 import jax
 import numpy as np
@@ -13,7 +12,6 @@ import pytest
 
 from decision_bench._src.keys import problem_key
 from decision_bench.envs.testbed import sample_environment
-from decision_bench.cli import testbed as command
 from decision_bench.evaluation.runner import COLUMNS, run_testbed
 from decision_bench.evaluation.sweeps import (
     SWEEP_NAMES,
@@ -45,10 +43,6 @@ def _grid(sweep):
 def test_robustness_sweeps_are_registered():
     for name in ("robustness_activation", "robustness_width", "robustness_quick"):
         assert name in SWEEP_NAMES and get_sweep(name).name == name
-    parser = argparse.ArgumentParser()
-    command.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["testbed", "--sweep", "robustness_quick", "--out", "x"])
-    assert args.sweep == "robustness_quick" and command.grid_sweep(args) is None
 
 
 def test_robustness_activation_lists_every_activation_at_width_50():

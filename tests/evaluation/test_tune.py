@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from decision_bench import cli
 from decision_bench.evaluation import run_testbed
 from decision_bench.evaluation.sweeps import custom_sweep
 from decision_bench.evaluation.tune import PAPER_GRIDS, grid_points, summarize_grid, tune
@@ -71,23 +70,6 @@ def test_paper_grids_name_real_hyperparameters():
     assert PAPER_GRIDS["ensemble+"]["l2"] == (0.1, 0.3, 1.0, 3.0, 10.0)
 
 
-def test_command_writes_rows_and_summary(tmp_path, capsys):
-    status = cli.main(["tune", "mlp", "--grid", "l2=0.1,1", "--sweep", "quick", "--seeds", "1",
-                       "--num-test", "10", "--num-models", "4", "--out", str(tmp_path)])
-    assert status == 0
-    assert "tune mlp" in capsys.readouterr().err  # the progress bar over settings
-    from decision_bench.evaluation.tune import read_tune
-
-    rows, summary = read_tune(tmp_path)  # checksums and the pair verified
-    assert list(summary.l2) == [0.1, 1.0] and summary.best.sum() == 1
-    assert len(rows) == 2 * 2 * 2  # points x settings x tau
-
-
-def test_command_refuses_a_malformed_grid(tmp_path, capsys):
-    assert cli.main(["tune", "mlp", "--grid", "l2", "--out", str(tmp_path)]) == 2
-    assert "--grid must look like NAME=V1,V2" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize(
     "grid, match",
     [
@@ -109,26 +91,6 @@ def test_the_grid_uses_the_agents_own_checks_with_the_overrides():
     # dropout's own check (a rate in [0, 1)) decides, not a range written here.
     with pytest.raises(ValueError, match="refused by 'dropout': dropout_rate"):
         tune("dropout", {"dropout_rate": [0.5, 1.0]}, SWEEP, **SMALL)
-
-
-@pytest.mark.parametrize(
-    "argv, message",
-    [
-        (["tune", "mlp", "--grid", "l2=-1"], "l2 must be a finite number >= 0"),
-        (["tune", "mlp", "--grid", "l2=nan"], "grid l2 values must be finite numbers"),
-        (["tune", "mlp", "--grid", "l2=inf"], "grid l2 values must be finite numbers"),
-        (["tune", "mlp", "--grid", "l2=1,1"], "grid l2 gives the value 1.0 twice"),
-        (["tune", "mlp", "--grid", "l2=1", "--grid", "l2=2"], "--grid names 'l2' twice"),
-        (["tune", "foo"], "unknown agent 'foo' (known: "),
-        (["tune", "foo", "--grid", "l2=1"], "unknown agent 'foo' (known: "),
-    ],
-)
-def test_command_refuses_bad_grids_in_one_line_and_writes_nothing(tmp_path, capsys, argv, message):
-    out = tmp_path / "out"
-    assert cli.main([*argv, "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and message in err[0]
-    assert not out.exists()
 
 
 def test_a_summary_beside_another_grids_rows_is_refused(tmp_path):
