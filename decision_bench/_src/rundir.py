@@ -220,7 +220,13 @@ def claim_run_dir(
         atomic_write_text(out / OWNER_FILE, json.dumps(owner) + "\n")
         _check_manifest(out, flag, command, arguments, restart, restart_flag, legacy_check)
         first_claim = not (out / MANIFEST_FILE).exists()
-        atomic_write_text(out / MANIFEST_FILE, json.dumps({**manifest, "claimed": started}, indent=1) + "\n")
+        # Every start of this run, oldest first: the time a resumed run spent is the sum
+        # of its sessions, and the gaps between them are idle (experiments/baselines.py).
+        # A manifest written before 0.3 keeps only its latest start ("claimed").
+        previous = {} if first_claim or restart else read_manifest(out) or {}
+        claims = previous.get("claims") or ([previous["claimed"]] if "claimed" in previous else [])
+        record = {**manifest, "claimed": started, "claims": [*claims, started]}
+        atomic_write_text(out / MANIFEST_FILE, json.dumps(record, indent=1) + "\n")
         remove_orphan_temporaries(out)
         _HELD[key] = manifest
         try:

@@ -188,19 +188,30 @@ def _run_cells(run_dir: Path) -> tuple[list, dict, dict]:
 
 
 def _wall_seconds(run_dir: Path, cells, created) -> dict[str, int | None]:
-    """Wall seconds per agent of one run, from the cells' creation times: a testbed run
-    computes its agents one after another, so an agent's time runs from the previous
-    agent's last cell (the folder's claim for the first) to its own last cell. It
-    includes compilation and whatever else the machine was doing (stated with the figures)."""
+    """Wall seconds per agent of one run, from the cells' creation times and the run's
+    starts (the manifest's ``claims``): a testbed run computes its cells one after
+    another, so a cell's time runs from the previous cell, or from the run's latest
+    start before it where that is later (a resumed run: the gap between sessions is
+    idle). An agent whose cells include one made before the earliest recorded start
+    (a folder whose manifest predates the start history) or that has no manifest gets
+    None: its time is not known. The time includes compilation and whatever else the
+    machine was doing (stated with the figures)."""
     manifest = run_dir / "run_manifest.json"
+    if not manifest.is_file():
+        return {c.agent: None for c, _ in cells}
+    record = json.loads(manifest.read_text(encoding="utf-8"))
+    starts = sorted(datetime.datetime.fromisoformat(t) for t in record.get("claims") or [record["claimed"]])
+    seconds: dict[str, int | None] = {c.agent: 0 for c, _ in cells}
     previous = None
-    if manifest.is_file():
-        previous = datetime.datetime.fromisoformat(json.loads(manifest.read_text(encoding="utf-8"))["claimed"])
-    seconds = {}
-    for agent in dict.fromkeys(c.agent for c, _ in cells):
-        last = max(created[c] for c, _ in cells if c.agent == agent)
-        seconds[agent] = None if previous is None else round((last - previous).total_seconds())
-        previous = last
+    for cell, _ in sorted(cells, key=lambda pair: created[pair[0]]):
+        made = created[cell]
+        began = [s for s in starts if s <= made]
+        if not began:
+            seconds[cell.agent] = None
+        elif seconds[cell.agent] is not None:
+            start = began[-1] if previous is None else max(previous, began[-1])
+            seconds[cell.agent] += round((made - start).total_seconds())
+        previous = made
     return seconds
 
 

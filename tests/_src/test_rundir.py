@@ -2,6 +2,7 @@
 command, the lock refuses a second process (and dies with its holder), orphaned
 temporary files are removed when a run claims the folder."""
 
+import datetime
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import time
 import pytest
 
 from decision_bench import cli
+from decision_bench._src import rundir
 from decision_bench._src.rundir import MANIFEST_FILE, claim_run_dir
 
 TINY_BANDIT = ["bandit", "--env", "BernoulliBandit-v0", "--num-actions", "3", "--steps", "20",
@@ -184,3 +186,23 @@ def test_a_first_run_refused_as_bad_input_leaves_no_manifest_behind(tmp_path):
         with claim_run_dir(tmp_path, "tune", {"agent": "mlp"}):
             raise KeyboardInterrupt  # an interrupted run keeps its manifest, to resume
     assert json.loads((tmp_path / MANIFEST_FILE).read_text())["arguments"] == {"agent": "mlp"}
+
+
+def test_the_manifest_keeps_every_start_of_a_resumed_run_and_a_restart_forgets_them(tmp_path, monkeypatch):
+    starts = iter(["2026-01-01T00:00:00+00:00", "2026-01-01T02:00:00+00:00", "2026-01-01T05:00:00+00:00"])
+
+    class Clock(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime.datetime.fromisoformat(next(starts))
+
+    monkeypatch.setattr(rundir.datetime, "datetime", Clock)
+    for _ in range(2):
+        with claim_run_dir(tmp_path, "bandit", {"--steps": 10}):
+            pass
+    manifest = json.loads((tmp_path / MANIFEST_FILE).read_text())
+    assert manifest["claims"] == ["2026-01-01T00:00:00+00:00", "2026-01-01T02:00:00+00:00"]
+    assert manifest["claimed"] == "2026-01-01T02:00:00+00:00"
+    with claim_run_dir(tmp_path, "bandit", {"--steps": 20}, restart=True):
+        pass
+    assert json.loads((tmp_path / MANIFEST_FILE).read_text())["claims"] == ["2026-01-01T05:00:00+00:00"]
