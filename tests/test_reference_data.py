@@ -88,8 +88,15 @@ def test_reference_rows_are_the_problems_their_ids_name(path):
 
 @pytest.mark.parametrize("path", REFERENCE_FILES, ids=lambda p: p.name)
 def test_reference_settings_are_whole(path):
-    """Every kept (T, beta) has seed indices 0-4 at least, the same ones at tau 1 and 10."""
+    """Every kept (T, beta) has seed indices 0-4 at least, the same ones at tau 1 and 10,
+    counting the agent's rows of reference_testbed_runs.csv as compare_reference.py does
+    (mlp's seeds 0-4 at T >= 100 are there; its own file adds seeds 5-9 at some settings)."""
     frame = pd.read_csv(path)
+    shared = pd.read_csv(BENCH_DATA / "reference_testbed_runs.csv")
+    agent = path.stem[len("reference_"):]
+    shared = shared[(shared["agent"] == agent) & (shared["num_ensemble"] == frame["num_ensemble"].iloc[0])]
+    frame = pd.concat([frame, shared[frame.columns.intersection(shared.columns)]], ignore_index=True)
+    frame = frame.drop_duplicates(["problem_id", "num_ensemble"])
     frame["seed_index"] = [_problem(pid)[3] for pid in frame["problem_id"]]
     for (num_train, temperature), rows in frame.groupby(["num_train", "temperature"]):
         by_tau = {tau: set(group["seed_index"]) for tau, group in rows.groupby("tau")}
