@@ -77,8 +77,12 @@ def test_a_0_2_0_reproduce_folder_is_compared_by_its_run_json(tmp_path):
     assert json.loads((tmp_path / MANIFEST_FILE).read_text())["arguments"]["--preset"] == "demo"
 
 
+# The holder takes Ctrl-C as a program at a terminal does: a test run started in the
+# background (nohup, CI) hands its children SIGINT ignored, and an ignored SIGINT would
+# leave the holder asleep holding the lock.
 _HOLDER = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from decision_bench._src.rundir import claim_run_dir
 with claim_run_dir(sys.argv[1], "bandit", {"--steps": 3000}):
     print("claimed", flush=True)
