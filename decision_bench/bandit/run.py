@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from decision_bench._src.devices import shard_seeds
 from decision_bench._src.files import UNFINISHED_RUN
 from decision_bench._src.fingerprints import config_text, text_fingerprint
 from decision_bench._src.validation import check_int
@@ -204,6 +205,9 @@ def run_bandit(
             saved = load_checkpoint(out_path, config, carry)
             if saved is not None:
                 carry, t, previous_wall, logged = saved
+    # Seeds are independent: spread them over the devices (one per core where the
+    # process asked for that, _src/devices.py); a seed's numbers do not change.
+    carry, params = shard_seeds((carry, params), len(seed_list))
     bar = tqdm(
         total=num_steps,
         initial=t,

@@ -21,7 +21,7 @@ import argparse
 import sys
 import warnings
 
-from decision_bench._src import compile_cache, console
+from decision_bench._src import compile_cache, console, devices
 from decision_bench._src.extras import MissingExtraError
 
 NO_CACHE_HELP = (
@@ -61,11 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     failure during the run such as a worker that died).
 
     Called as the ``decision-bench`` program (argv None), it also installs the
-    interrupt exit (Ctrl-C ends at once with 130, see ``_src/console.py``) and,
-    unless ``--no-compile-cache``, JAX's persistent compilation cache
-    (``_src/compile_cache.py``). Called from Python with an argv list, signals and
-    JAX's settings are process-wide state left to the caller (who may call
-    ``enable_compile_cache`` itself).
+    interrupt exit (Ctrl-C ends at once with 130, see ``_src/console.py``), makes
+    the CPU one JAX device per core so that seeds run on every core
+    (``_src/devices.py``) and, unless ``--no-compile-cache``, installs JAX's
+    persistent compilation cache (``_src/compile_cache.py``). Called from Python
+    with an argv list, signals and JAX's settings are process-wide state left to
+    the caller (who may call ``use_cpu_cores`` or ``enable_compile_cache`` itself).
     """
     if argv is None:
         console.install_interrupt_exit()
@@ -73,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings():
         console.install_warning_printer()
         args = build_parser().parse_args(argv)
+        if argv is None:
+            # Before the first computation (JAX reads it once): one CPU device per
+            # core, so a run's seeds spread over every core (_src/devices.py).
+            devices.use_cpu_cores()
         if argv is None and not args.no_compile_cache:
             # Before the subcommand compiles anything: JAX reads the setting once.
             compile_cache.enable_compile_cache()

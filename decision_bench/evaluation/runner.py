@@ -41,6 +41,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from decision_bench._src.compile_clock import compile_clock
+from decision_bench._src.devices import shard_seeds
 from decision_bench._src.keys import (
     CLASSIFICATION_KEY_TAG,
     DESIGN_TAG,
@@ -288,7 +289,9 @@ def _run_group(
         )
         for design in sweep.designs
     )
-    env_keys, fit_keys, eval_keys = problem_keys(setting, seeds)
+    # Seeds are independent: spread over the devices (one per core where the process
+    # asked for that, _src/devices.py), the fit and evaluation run partitioned alike.
+    env_keys, fit_keys, eval_keys = shard_seeds(problem_keys(setting, seeds), len(seeds))
 
     (env_params, states), fit_s, fit_compile_s = _timed(
         fit_seeds, agent, prior, env_keys, fit_keys, jnp.int32(setting.num_train),

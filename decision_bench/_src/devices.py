@@ -1,0 +1,75 @@
+"""Seeds over devices: independent seeds run on every core, not one.
+
+JAX's CPU backend is one device by default, and one XLA:CPU program keeps about
+one core busy on this project's small shapes (a [S, 128, 50] @ [S, 50, 50] matmul
+runs at the same GFLOP/s with one core as with two; bench/bandit.py). Seeds never
+exchange data, so splitting the seed axis over several devices is exact: each
+device runs the same per-seed program on its share of the seeds, and a seed's
+numbers do not depend on the number of devices (tests/_src/test_devices.py).
+
+- ``use_cpu_cores`` makes the CPU backend one device per core. It changes a
+  process-wide JAX setting that is read once, when the first computation starts,
+  so the ``decision-bench`` program calls it first thing (``cli/program.py``); a
+  Python caller opts in the same way, or with
+  ``jax.config.update("jax_num_cpu_devices", N)`` right after ``import jax``.
+- ``shard_seeds`` places arrays whose leading axis is the seed axis [S] over as
+  many local devices as divide S (so 20 seeds use 2 devices, 5 seeds 1 of 2);
+  with one device it returns the arrays as they are. A jitted function given
+  arrays placed so runs partitioned the same way (its outputs keep the placement).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+SEED_AXIS = "seeds"
+
+
+def use_cpu_cores(count: int | None = None) -> int:
+    """Asks JAX for ``count`` CPU devices (default: this process's usable cores) and
+    returns the number of local devices JAX has.
+
+    Must run before the first JAX computation: afterwards the device count is fixed,
+    and this leaves it as it is (the return value says what it is). It only changes
+    the CPU backend's device count; a GPU process still computes on its GPUs.
+    """
+    if count is None:
+        count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if count < 1:
+        raise ValueError(f"count must be >= 1 CPU device, got {count}")
+    try:
+        jax.config.update("jax_num_cpu_devices", int(count))
+    except RuntimeError:
+        pass  # a computation already ran: JAX keeps the devices it started with
+    return jax.local_device_count()
+
+
+def seed_devices(num_seeds: int) -> int:
+    """How many local devices ``shard_seeds`` spreads num_seeds seeds over: the
+    largest count <= the local devices that divides num_seeds."""
+    available = jax.local_device_count()
+    return max(n for n in range(1, min(available, num_seeds) + 1) if num_seeds % n == 0)
+
+
+def seed_sharding(num_seeds: int) -> NamedSharding | None:
+    """The placement of a leading [num_seeds] axis over ``seed_devices(num_seeds)``
+    devices (the other axes whole on each), or None where that is one device."""
+    count = seed_devices(num_seeds)
+    if count == 1:
+        return None
+    mesh = Mesh(np.asarray(jax.local_devices()[:count]), (SEED_AXIS,))
+    return NamedSharding(mesh, PartitionSpec(SEED_AXIS))
+
+
+def shard_seeds(tree: Any, num_seeds: int) -> Any:
+    """``tree``'s arrays (each with a leading [num_seeds] axis) placed by
+    ``seed_sharding``; the tree itself where that is None (one device)."""
+    sharding = seed_sharding(num_seeds)
+    if sharding is None:
+        return tree
+    return jax.device_put(tree, sharding)

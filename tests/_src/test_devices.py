@@ -1,0 +1,105 @@
+"""Seeds spread over devices (_src/devices.py): which devices, and that a seed's numbers
+do not depend on how many devices the process has."""
+
+import json
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from decision_bench._src import devices
+
+# Runs a small bandit (straight through, and interrupted then resumed) and a small testbed in a fresh process with the given number of
+# CPU devices and prints their numbers (exactly, as float hex) and the placement.
+_CHILD = r"""
+import json, sys
+from decision_bench._src.devices import use_cpu_cores
+count = use_cpu_cores(int(sys.argv[1]))
+from decision_bench.bandit.run import run_bandit
+from decision_bench.evaluation import run_testbed
+from decision_bench.evaluation.sweeps import custom_sweep
+bandit = run_bandit("mlp", "NeuralBandit-v0", num_steps=30, seeds=4, chunk_size=20, progress=False,
+                    env_kwargs={"input_dim": 2, "num_actions": 8, "temperature": 0.1})
+# Interrupted after its second chunk and resumed from the checkpoint: the same numbers.
+import tempfile
+out = tempfile.mkdtemp()
+def stop(t):
+    if t == 20:
+        raise KeyboardInterrupt
+kwargs = dict(num_steps=30, seeds=4, chunk_size=10, progress=False, out_dir=out,
+              env_kwargs={"input_dim": 2, "num_actions": 8, "temperature": 0.1})
+interrupted = False
+try:
+    run_bandit("mlp", "NeuralBandit-v0", callback=stop, **kwargs)
+except KeyboardInterrupt:
+    interrupted = True
+resumed = run_bandit("mlp", "NeuralBandit-v0", resume=True, **kwargs)
+sweep = custom_sweep(input_dims=(2,), num_trains=(10,), temperatures=(0.1,), taus=(1, 10), num_seeds=4, name="d")
+testbed = run_testbed("mlp", sweep=sweep, seeds=4, num_test=20, num_models=20, progress=False)
+print(json.dumps({
+    "devices": count,
+    "interrupted": interrupted,
+    "regret": [float(v).hex() for v in bandit.cumulative_regret],
+    "resumed": [float(v).hex() for v in resumed.cumulative_regret],
+    "kl": [float(v).hex() for v in testbed.kl],
+}))
+"""
+
+
+def _child(count: int) -> dict:
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(count)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_runs_numbers_are_the_same_on_one_device_and_on_two():
+    one, two = _child(1), _child(2)
+    assert (one["devices"], two["devices"]) == (1, 2)
+    assert one["interrupted"] and two["interrupted"]
+    assert len(one["regret"]) == 4 * 30 and len(one["kl"]) == 4 * 2
+    assert two["regret"] == one["regret"]
+    # chunk 10 and 20 give the same steps; resumed after an interrupt, still the same
+    assert two["resumed"] == one["resumed"] == one["regret"]
+    assert two["kl"] == one["kl"]
+
+
+@pytest.mark.parametrize(
+    "available, num_seeds, expected",
+    [(1, 20, 1), (2, 20, 2), (2, 5, 1), (2, 1, 1), (4, 6, 3), (4, 20, 4), (4, 2, 2), (16, 20, 10)],
+)
+def test_seeds_go_to_the_most_devices_that_divide_them(monkeypatch, available, num_seeds, expected):
+    monkeypatch.setattr(jax, "local_device_count", lambda: available)
+    assert devices.seed_devices(num_seeds) == expected
+
+
+def test_one_device_leaves_arrays_where_they_are():
+    assert jax.local_device_count() == 1  # the test process keeps JAX's default
+    tree = {"x": np.arange(6.0).reshape(3, 2)}
+    assert devices.seed_sharding(3) is None
+    assert devices.shard_seeds(tree, 3) is tree
+
+
+def test_after_the_first_computation_the_device_count_stays():
+    jax.numpy.zeros(()).block_until_ready()  # the backend is running
+    assert devices.use_cpu_cores(4) == jax.local_device_count() == 1
+
+
+def test_a_device_count_below_one_is_refused():
+    with pytest.raises(ValueError, match="count must be >= 1"):
+        devices.use_cpu_cores(0)
+
+
+def test_the_program_asks_for_one_cpu_device_per_core():
+    # main() as the decision-bench program runs it (argv None), then the count JAX has.
+    code = (
+        "import os, sys; sys.argv = ['decision-bench', 'reproduce', '--estimate']\n"
+        "from decision_bench.cli.program import main\n"
+        "assert main() == 0\n"
+        "import jax; print(jax.local_device_count(), len(os.sched_getaffinity(0)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got, cores = done.stdout.strip().splitlines()[-1].split()
+    assert int(got) == int(cores)
