@@ -41,7 +41,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from decision_bench._src.compile_clock import compile_clock
-from decision_bench._src.devices import shard_seeds
+from decision_bench._src.devices import pad_seeds, padded_seed_count, shard_seeds
 from decision_bench._src.keys import (
     CLASSIFICATION_KEY_TAG,
     DESIGN_TAG,
@@ -285,13 +285,16 @@ def _run_group(
             num_models=num_models,
             method=resolved,
             # The evaluation is vmapped over seeds: share the row budget.
-            max_rows=max(1, max_rows // len(seeds)),
+            max_rows=max(1, max_rows // padded_seed_count(len(seeds))),
         )
         for design in sweep.designs
     )
     # Seeds are independent: spread over the devices (one per core where the process
     # asked for that, _src/devices.py), the fit and evaluation run partitioned alike.
-    env_keys, fit_keys, eval_keys = shard_seeds(problem_keys(setting, seeds), len(seeds))
+    # A setting's seeds are padded to a multiple of the devices (copies of the last
+    # seed, computed and dropped: every seed is its own problem, nothing is shared).
+    num_padded = padded_seed_count(len(seeds))
+    env_keys, fit_keys, eval_keys = shard_seeds(pad_seeds(problem_keys(setting, seeds), len(seeds)), num_padded)
 
     (env_params, states), fit_s, fit_compile_s = _timed(
         fit_seeds, agent, prior, env_keys, fit_keys, jnp.int32(setting.num_train),

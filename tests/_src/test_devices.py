@@ -36,14 +36,16 @@ try:
 except KeyboardInterrupt:
     interrupted = True
 resumed = run_bandit("mlp", "NeuralBandit-v0", resume=True, **kwargs)
-sweep = custom_sweep(input_dims=(2,), num_trains=(10,), temperatures=(0.1,), taus=(1, 10), num_seeds=4, name="d")
-testbed = run_testbed("mlp", sweep=sweep, seeds=4, num_test=20, num_models=20, progress=False)
+# 3 seeds: on 2 devices padded to 4 (a copy of the last), the copy's rows dropped
+sweep = custom_sweep(input_dims=(2,), num_trains=(10,), temperatures=(0.1,), taus=(1, 10), num_seeds=3, name="d")
+testbed = run_testbed("mlp", sweep=sweep, seeds=3, num_test=20, num_models=20, progress=False)
 print(json.dumps({
     "devices": count,
     "interrupted": interrupted,
     "regret": [float(v).hex() for v in bandit.cumulative_regret],
     "resumed": [float(v).hex() for v in resumed.cumulative_regret],
     "kl": [float(v).hex() for v in testbed.kl],
+    "testbed_seeds": sorted(set(testbed.seed.tolist())),
 }))
 """
 
@@ -58,7 +60,8 @@ def test_a_runs_numbers_are_the_same_on_one_device_and_on_two():
     one, two = _child(1), _child(2)
     assert (one["devices"], two["devices"]) == (1, 2)
     assert one["interrupted"] and two["interrupted"]
-    assert len(one["regret"]) == 4 * 30 and len(one["kl"]) == 4 * 2
+    assert len(one["regret"]) == 4 * 30 and len(one["kl"]) == 3 * 2
+    assert one["testbed_seeds"] == two["testbed_seeds"] == [0, 1, 2]
     assert two["regret"] == one["regret"]
     # chunk 10 and 20 give the same steps; resumed after an interrupt, still the same
     assert two["resumed"] == one["resumed"] == one["regret"]
@@ -84,6 +87,17 @@ def test_one_device_leaves_arrays_where_they_are():
 def test_after_the_first_computation_the_device_count_stays():
     jax.numpy.zeros(()).block_until_ready()  # the backend is running
     assert devices.use_cpu_cores(4) == jax.local_device_count() == 1
+
+
+@pytest.mark.parametrize(
+    "available, num_seeds, expected", [(1, 5, 5), (2, 5, 6), (2, 6, 6), (2, 1, 1), (4, 5, 8), (4, 3, 3)]
+)
+def test_seeds_are_padded_to_a_multiple_of_the_devices(monkeypatch, available, num_seeds, expected):
+    monkeypatch.setattr(jax, "local_device_count", lambda: available)
+    assert devices.padded_seed_count(num_seeds) == expected
+    padded = devices.pad_seeds({"k": np.arange(num_seeds)}, num_seeds)["k"]
+    # the seeds themselves first, then copies of the last
+    np.testing.assert_array_equal(padded, [min(i, num_seeds - 1) for i in range(expected)])
 
 
 def test_a_device_count_below_one_is_refused():
