@@ -110,8 +110,9 @@ def reference_runs(
     ensemble size they were measured with (None for agents without one).
 
     reference: the rows of reference_testbed_runs.csv. For an ensemble agent
-    num_ensemble picks the reference's rows; None is allowed when the reference
-    has a single size for the agent (that size is returned).
+    num_ensemble picks the reference's rows; None picks the reference's single
+    size for the agent or, where it has several, the agent's default size (an
+    error when that is not among them).
     """
     _missing_columns(reference, REFERENCE_COLUMNS, "the reference file")
     check_choice("--agent", agent, agents.names())
@@ -126,11 +127,14 @@ def reference_runs(
             raise ValueError(f"--num-ensemble is only for ensemble agents, not {agent!r}")
         return _standard(rows, "problem_seed", "kl_estimate"), None
     if num_ensemble is None:
-        if len(sizes) > 1:
+        # Several sizes: the agent's default (the paper's, as the registry has it) when
+        # the reference has it, as --agent all compares every agent at its default.
+        default = int(agents.config(agent).num_ensemble)
+        if len(sizes) > 1 and default not in sizes:
             raise ValueError(
                 f"the reference has {agent!r} with num_ensemble {sizes}: pick one with --num-ensemble"
             )
-        num_ensemble = sizes[0]
+        num_ensemble = default if len(sizes) > 1 else sizes[0]
     num_ensemble = check_int("--num-ensemble", num_ensemble, 1)
     rows = rows[rows["num_ensemble"] == num_ensemble]
     if rows.empty:

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from decision_bench import agents
+
 _SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "compare_reference.py"
 
 
@@ -173,6 +175,21 @@ def test_reference_runs_filters_the_agent_and_ensemble_size(cr, tmp_path):
         cr.reference_runs(reference, "ensemble+", 10)
     with pytest.raises(ValueError, match="--num-ensemble is only for ensemble agents"):
         cr.reference_runs(reference, "mlp", 3)
+
+
+def test_reference_runs_with_several_ensemble_sizes_picks_the_default_one(cr, tmp_path):
+    reference = pd.read_csv(_reference_csv(tmp_path / "ref.csv"))
+    default = int(agents.config("ensemble+").num_ensemble)
+    assert default != 30
+    more = reference[reference["agent"] == "ensemble+"].assign(num_ensemble=default, kl_estimate=7.0)
+    both = pd.concat([reference, more], ignore_index=True)
+    runs, size = cr.reference_runs(both, "ensemble+")
+    assert size == default and (runs["kl"] == 7.0).all() and len(runs) == 6
+    runs, size = cr.reference_runs(both, "ensemble+", 30)
+    assert size == 30 and (runs["kl"] != 7.0).all()
+    other = reference[reference["agent"] == "ensemble+"].assign(num_ensemble=default + 1)
+    with pytest.raises(ValueError, match="pick one with --num-ensemble"):
+        cr.reference_runs(pd.concat([reference, other], ignore_index=True), "ensemble+")
     with pytest.raises(ValueError, match="the reference has no rows for agent 'dropout'"):
         cr.reference_runs(reference, "dropout")
     sweep = cr.reference_sweep(runs, num_seeds=20)
