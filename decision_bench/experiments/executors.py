@@ -160,6 +160,21 @@ def _jax_settings() -> dict[str, Any]:
     return {name: getattr(jax.config, name) for name in _INHERITED_JAX_SETTINGS}
 
 
+def _worker_settings(workers: int) -> dict[str, Any]:
+    """The JAX settings of each of ``workers`` worker processes: the parent's inherited
+    ones and, where the parent asked for several CPU devices (``_src/devices.py``; the
+    ``decision-bench`` program asks for one per core), a share of them, at least one:
+    2 cores and 2 workers give each worker 1 device, 16 cores and 4 workers give 4,
+    over which each worker spreads its cell's seeds."""
+    import jax  # noqa: PLC0415 - only the process-pool path needs it here
+
+    settings = _jax_settings()
+    asked = int(jax.config.jax_num_cpu_devices)
+    if asked > 1:
+        settings["jax_num_cpu_devices"] = max(1, asked // workers)
+    return settings
+
+
 def _run_processes(todo, compute_fn, save, bar, workers: int, store_directory) -> None:
     try:
         payload = pickle.dumps(compute_fn)
@@ -170,7 +185,7 @@ def _run_processes(todo, compute_fn, save, bar, workers: int, store_directory) -
     jobs = iter(enumerate(todo))
     jobs_lock = threading.Lock()
     results: queue.Queue = queue.Queue()
-    pool = [_WorkerProcess(_jax_settings()) for _ in range(workers)]
+    pool = [_WorkerProcess(_worker_settings(workers)) for _ in range(workers)]
 
     def feed(worker: "_WorkerProcess") -> None:
         # One thread per worker: hand it the next cell whenever it is free.

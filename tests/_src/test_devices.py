@@ -117,3 +117,37 @@ def test_the_program_asks_for_one_cpu_device_per_core():
     assert done.returncode == 0, done.stderr[-2000:]
     got, cores = done.stdout.strip().splitlines()[-1].split()
     assert int(got) == int(cores)
+
+
+_DEVICE_COUNT_MODULE = """
+import jax, pandas as pd
+
+def devices_of_worker(cell):
+    return pd.DataFrame({"devices": [jax.local_device_count()]})
+"""
+
+_POOL = r"""
+import sys
+import jax
+jax.config.update("jax_num_cpu_devices", int(sys.argv[2]))
+sys.path.insert(0, sys.argv[1])
+from device_count_module import devices_of_worker
+from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.executors import run_cells
+from decision_bench.experiments.store import ResultsStore
+cells = [Cell("testbed", "mlp", {}, {"num_train": t}, (0,)) for t in (1, 2, 3, 4)]
+rows = run_cells(cells, devices_of_worker, ResultsStore(sys.argv[1] + "/store"), progress=False,
+                 workers=int(sys.argv[3]))
+print(sorted(set(rows["devices"].tolist())))
+"""
+
+
+@pytest.mark.parametrize("parent, workers, each", [(4, 2, 2), (2, 2, 1), (3, 2, 1)])
+def test_worker_processes_share_the_parents_cpu_devices(tmp_path, parent, workers, each):
+    (tmp_path / "device_count_module.py").write_text(_DEVICE_COUNT_MODULE)
+    done = subprocess.run(
+        [sys.executable, "-c", _POOL, str(tmp_path), str(parent), str(workers)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == f"[{each}]"
