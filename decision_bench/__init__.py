@@ -5,6 +5,7 @@ Importing the package registers the Gymnasium ids ``decision_bench/NeuralBandit-
 """
 
 from decision_bench import priors
+from decision_bench._src.devices import use_cpu_cores
 from decision_bench.bandit import ThompsonPolicy, run_bandit
 from decision_bench.envs import make_testbed_problem
 from decision_bench.envs.registration import register_envs
@@ -22,4 +23,5 @@ __all__ = [
     "make_testbed_problem",
     "priors",
     "run_bandit",
+    "use_cpu_cores",
 ]

@@ -15,8 +15,8 @@ from decision_bench._src import devices
 # CPU devices and prints their numbers (exactly, as float hex) and the placement.
 _CHILD = r"""
 import json, sys
-from decision_bench._src.devices import use_cpu_cores
-count = use_cpu_cores(int(sys.argv[1]))
+import decision_bench  # importing the package starts no computation: the count can still be set
+count = decision_bench.use_cpu_cores(int(sys.argv[1]))
 from decision_bench.bandit.run import run_bandit
 from decision_bench.evaluation import run_testbed
 from decision_bench.evaluation.sweeps import custom_sweep
