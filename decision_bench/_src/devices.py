@@ -16,11 +16,11 @@ numbers do not depend on the number of devices (tests/_src/test_devices.py).
   many local devices as divide S (so 20 seeds use 2 devices, 5 seeds 1 of 2);
   with one device it returns the arrays as they are. A jitted function given
   arrays placed so runs partitioned the same way (its outputs keep the placement).
-- ``padded_seed_count``: where a computation keeps no state between calls (the
-  testbed's fit and evaluation), S seeds can be padded with copies of the last
-  one to a multiple of the devices (5 seeds -> 6 on 2 devices) and the copies'
-  results dropped: 5 seeds then take the wall time of 3, not 5. The bandit does
-  not pad: its seeds' state is saved in checkpoints, which hold the run's seeds only.
+- ``padded_seed_count`` and ``pad_seeds``: S seeds padded with copies of the
+  last one to a multiple of the devices (5 seeds -> 6 on 2 devices), whose
+  results are dropped: 5 seeds then take the wall time of 3, not 5. The testbed
+  runner and ``run_bandit`` pad (the bandit saves and reports only its own
+  seeds, so checkpoints never hold a copy).
 """
 
 from __future__ import annotations

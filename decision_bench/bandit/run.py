@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from decision_bench._src.devices import shard_seeds
+from decision_bench._src.devices import pad_seeds, padded_seed_count, shard_seeds
 from decision_bench._src.files import UNFINISHED_RUN
 from decision_bench._src.fingerprints import config_text, text_fingerprint
 from decision_bench._src.validation import check_int
@@ -206,8 +206,16 @@ def run_bandit(
             if saved is not None:
                 carry, t, previous_wall, logged = saved
     # Seeds are independent: spread them over the devices (one per core where the
-    # process asked for that, _src/devices.py); a seed's numbers do not change.
-    carry, params = shard_seeds((carry, params), len(seed_list))
+    # process asked for that, _src/devices.py); a seed's numbers do not change. The
+    # seeds are padded to a multiple of the devices with copies of the last one (5
+    # seeds run as 6, 3 per core), which are never saved or reported: `ours` keeps
+    # the run's own seeds of any [S', ...] array.
+    num_seeds = len(seed_list)
+    num_run = padded_seed_count(num_seeds)
+    carry, params = shard_seeds(pad_seeds((carry, params), num_seeds), num_run)
+
+    def ours(tree: Any) -> Any:
+        return tree if num_run == num_seeds else jax.tree.map(lambda leaf: leaf[:num_seeds], tree)
     bar = tqdm(
         total=num_steps,
         initial=t,
@@ -218,7 +226,7 @@ def run_bandit(
 
     def report_rows() -> pd.DataFrame:
         # wall_seconds: the whole vmapped run so far, compilation included
-        return _rows(loop, env_id, seed_list, log_steps, logged, np.asarray(carry.failed_at),
+        return _rows(loop, env_id, seed_list, log_steps, logged, np.asarray(ours(carry.failed_at)),
                      previous_wall + time.perf_counter() - start, steps_done=t)
 
     rows = None  # the rows last given to on_rows
@@ -230,13 +238,13 @@ def run_bandit(
             # One compiled program per chunk length (at most two: chunk_size and the rest).
             carry, outputs = run_chunk(loop, carry, params, length)
             # [S, length]; one transfer per chunk (actions and rewards stay on device)
-            cumulative = np.asarray(outputs.cumulative_regret, np.float64)
+            cumulative = np.asarray(ours(outputs.cumulative_regret), np.float64)
             here = log_steps[(log_steps > t) & (log_steps <= t + length)]
             logged = np.concatenate([logged, cumulative[:, here - t - 1]], axis=1)
             t += length
             if out_path is not None:
                 wall = previous_wall + time.perf_counter() - start
-                save_checkpoint(out_path, config, carry, t, wall, logged)
+                save_checkpoint(out_path, config, ours(carry), t, wall, logged)
             bar.update(length)
             if on_rows is not None:
                 rows = report_rows()
