@@ -286,6 +286,47 @@ def compare_ratios(reference: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def paired_differences(
+    ref_agent: pd.DataFrame, ref_mlp: pd.DataFrame, ours_agent: pd.DataFrame, ours_mlp: pd.DataFrame, settings
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per setting, the mean over problems of (agent d_KL - mlp d_KL) on each side, on
+    the problems (seeds) each side has both for, with its standard error (std ddof 1 /
+    sqrt(n)) and z of the sides' difference; and per tau, sum z^2 over the settings
+    with its chi-square p-value (the settings' problems are independent within a tau).
+
+    Unlike the ratio of means, which the settings with the largest d_KL dominate, every
+    setting weighs in by its own noise here. It is reported beside the acceptance, not
+    part of it. Settings where a side has fewer than 2 paired problems are left out."""
+    from scipy import stats  # noqa: PLC0415 - only this report needs it
+
+    rows = {}
+    for key in settings:
+        sides = []
+        for agent_runs, mlp_runs in ((ref_agent, ref_mlp), (ours_agent, ours_mlp)):
+            paired = _at(agent_runs, key).merge(_at(mlp_runs, key), on="seed", suffixes=("_a", "_m")).dropna()
+            diff = paired["kl_a"] - paired["kl_m"]
+            sides.append((float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(len(diff))), len(diff))
+                         if len(diff) >= 2 else None)
+        if None in sides:
+            continue
+        (ref_mean, ref_se, ref_n), (ours_mean, ours_se, ours_n) = sides
+        combined = math.hypot(ref_se, ours_se)
+        rows[key] = {
+            "ref_diff": ref_mean, "ref_se": ref_se, "ref_n": ref_n,
+            "ours_diff": ours_mean, "ours_se": ours_se, "ours_n": ours_n,
+            "z": (ours_mean - ref_mean) / combined if combined > 0 else 0.0,
+        }
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    if table.empty:
+        return table, pd.DataFrame()
+    table.index = pd.MultiIndex.from_tuples(table.index, names=KEYS)
+    summary = table.groupby(level="tau")["z"].agg(
+        settings="count", sum_z2=lambda z: float((z**2).sum()), max_abs_z=lambda z: float(z.abs().max())
+    )
+    summary["p"] = [float(stats.chi2.sf(v, df=n)) for v, n in zip(summary["sum_z2"], summary["settings"])]
+    return table, summary
+
+
 def verdict(
     comparison: pd.DataFrame,
     overall_table: pd.DataFrame,
@@ -627,6 +668,7 @@ def within_side_ratios(
         ratio_to_baseline(ref_agent_runs, ref_mlp_runs, settings),
         ratio_to_baseline(ours_agent_runs, ours_mlp_runs, settings),
     )
+    ratios.attrs["paired"] = paired_differences(ref_agent_runs, ref_mlp_runs, ours_agent_runs, ours_mlp_runs, settings)
     return ratios, note
 
 
@@ -669,6 +711,11 @@ def run_agent(args: argparse.Namespace, agent: str) -> bool:
               "mean over settings of agent / of mlp +- delta-method se")
         if len(ratios):
             print(format_ratios(ratios))
+            _, paired = ratios.attrs.get("paired", (None, pd.DataFrame()))
+            if len(paired):
+                print("\npaired agent - mlp per setting, each side on its own problems (reported, not judged): "
+                      "z of the sides' difference per setting, sum z^2 against chi-square")
+                print(paired.round({"sum_z2": 2, "max_abs_z": 2, "p": 3}).to_string())
     low, high = RATIO_BAND
     print(
         f"\nverdict for {label}: acceptance {'HOLDS' if holds else 'FAILS'} (ratio ours/reference in "

@@ -285,6 +285,38 @@ def test_ratio_to_baseline_by_hand(cr):
     assert row["se"] == pytest.approx(1.5 * math.sqrt(1 / 9 + 1 / 4))
 
 
+def test_paired_differences_by_hand(cr):
+    key_a, key_b = (10, 0.1, 10), (100, 0.1, 10)
+    ref_agent = _runs({key_a: [1.0, 2.0, 4.0], key_b: [0.5, 0.7]})
+    ref_mlp = _runs({key_a: [2.0, 2.0, 5.0], key_b: [0.5, 0.5]})
+    ours_agent = _runs({key_a: [1.0, 1.0, 1.0, 2.0], key_b: [0.2, 0.4, 0.6]})
+    ours_mlp = _runs({key_a: [1.0, 2.0, 1.5, 2.5], key_b: [0.1, 0.3, 0.8]})
+    table, summary = cr.paired_differences(ref_agent, ref_mlp, ours_agent, ours_mlp, [key_a, key_b])
+    ref_a, ours_a = np.array([-1.0, 0.0, -1.0]), np.array([0.0, -1.0, -0.5, -0.5])
+    row = table.loc[key_a]
+    assert row["ref_diff"] == pytest.approx(ref_a.mean()) and row["ref_se"] == pytest.approx(_se(ref_a))
+    assert row["ours_diff"] == pytest.approx(ours_a.mean()) and row["ours_n"] == 4
+    z_a = (ours_a.mean() - ref_a.mean()) / math.hypot(_se(ref_a), _se(ours_a))
+    ref_b, ours_b = np.array([0.0, 0.2]), np.array([0.1, 0.1, -0.2])
+    z_b = (ours_b.mean() - ref_b.mean()) / math.hypot(_se(ref_b), _se(ours_b))
+    assert table["z"].tolist() == pytest.approx([z_a, z_b])
+    assert summary.loc[10, "settings"] == 2
+    assert summary.loc[10, "sum_z2"] == pytest.approx(z_a**2 + z_b**2)
+    assert summary.loc[10, "p"] == pytest.approx(math.exp(-(z_a**2 + z_b**2) / 2))  # chi-square, 2 df
+
+
+def test_paired_differences_find_a_shift_that_only_one_side_has(cr):
+    rng = np.random.default_rng(0)
+    settings = [(t, 0.1, 10) for t in (1, 3, 10, 30, 100, 300)]
+    mlp = {key: rng.gamma(2.0, 1.0, 20).tolist() for key in settings}
+    same = {key: (np.asarray(v) + rng.normal(0, 0.1, 20)).tolist() for key, v in mlp.items()}
+    shifted = {key: (np.asarray(v) - 0.5 + rng.normal(0, 0.1, 20)).tolist() for key, v in mlp.items()}
+    _, alike = cr.paired_differences(_runs(same), _runs(mlp), _runs(same), _runs(mlp), settings)
+    _, apart = cr.paired_differences(_runs(same), _runs(mlp), _runs(shifted), _runs(mlp), settings)
+    assert alike.loc[10, "sum_z2"] == pytest.approx(0.0) and alike.loc[10, "p"] == pytest.approx(1.0)
+    assert apart.loc[10, "p"] < 1e-6 and apart.loc[10, "max_abs_z"] > 5
+
+
 def test_compare_ratios_and_the_verdict_on_them(cr):
     ref = pd.DataFrame({"num_settings": [1], "agent_mean": [3.0], "baseline_mean": [2.0],
                         "ratio": [1.5], "se": [0.25]}, index=pd.Index([1], name="tau"))
