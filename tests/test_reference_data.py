@@ -78,7 +78,10 @@ def test_reference_rows_are_the_problems_their_ids_name(path):
     agent = path.stem[len("reference_"):]
     assert set(frame["agent"]) == {agent}
     assert not frame.duplicated(["problem_id", "num_ensemble"]).any()
-    assert frame["kl_estimate"].notna().all() and (frame["kl_estimate"] >= -1e-3).all()
+    # d_KL >= 0, but the reference's estimate is a Monte Carlo mean: near 0 (large T) it
+    # may fall below 0 by its own sampling error (ensemble+ at T = 1000: -0.0013 +- 0.0038).
+    assert frame["kl_estimate"].notna().all()
+    assert (frame["kl_estimate"] >= -3 * frame["kl_std_error"]).all()
     for row in frame.itertuples():
         tau, num_train, temperature, _, problem_seed = _problem(row.problem_id)
         assert (row.tau, row.num_train, row.temperature, row.problem_seed) == (
