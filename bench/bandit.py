@@ -55,13 +55,15 @@ import jax.numpy as jnp
 from decision_bench._src.devices import seed_devices, shard_seeds, use_cpu_cores
 from decision_bench.bandit.loop import init_carries, make_loop, run_chunk
 
-# Paper 000 reference implementation on the 2-core machine (issue 5): s / 1000 steps.
+# DeepMind's reference bandit on the 2-core machine, s / 1000 steps of one seed: d = 2 and
+# d = 50 measured beside ours on 2026-11-25 (bench/data/speed.csv, the median of 4 and 2
+# fresh processes), the others in issue 5.
 REFERENCE_SECONDS_PER_1000 = {
-    ("mlp", 2): 0.55,
+    ("mlp", 2): 0.52,
     ("mlp", 10): 0.55,
     ("ensemble+", 2): 7.5,
     ("ensemble+", 10): 9.0,
-    ("ensemble+", 50): 22.6,
+    ("ensemble+", 50): 26.1,
 }
 HIDDEN = 50
 BATCH = 128
