@@ -286,6 +286,8 @@ def test_ratio_to_baseline_by_hand(cr):
 
 
 def test_paired_differences_by_hand(cr):
+    from scipy import stats
+
     key_a, key_b = (10, 0.1, 10), (100, 0.1, 10)
     ref_agent = _runs({key_a: [1.0, 2.0, 4.0], key_b: [0.5, 0.7]})
     ref_mlp = _runs({key_a: [2.0, 2.0, 5.0], key_b: [0.5, 0.5]})
@@ -293,28 +295,32 @@ def test_paired_differences_by_hand(cr):
     ours_mlp = _runs({key_a: [1.0, 2.0, 1.5, 2.5], key_b: [0.1, 0.3, 0.8]})
     table, summary = cr.paired_differences(ref_agent, ref_mlp, ours_agent, ours_mlp, [key_a, key_b])
     ref_a, ours_a = np.array([-1.0, 0.0, -1.0]), np.array([0.0, -1.0, -0.5, -0.5])
+    ref_b, ours_b = np.array([0.0, 0.2]), np.array([0.1, 0.1, -0.2])
     row = table.loc[key_a]
     assert row["ref_diff"] == pytest.approx(ref_a.mean()) and row["ref_se"] == pytest.approx(_se(ref_a))
     assert row["ours_diff"] == pytest.approx(ours_a.mean()) and row["ours_n"] == 4
-    z_a = (ours_a.mean() - ref_a.mean()) / math.hypot(_se(ref_a), _se(ours_a))
-    ref_b, ours_b = np.array([0.0, 0.2]), np.array([0.1, 0.1, -0.2])
-    z_b = (ours_b.mean() - ref_b.mean()) / math.hypot(_se(ref_b), _se(ours_b))
-    assert table["z"].tolist() == pytest.approx([z_a, z_b])
-    assert summary.loc[10, "settings"] == 2
-    assert summary.loc[10, "sum_z2"] == pytest.approx(z_a**2 + z_b**2)
-    assert summary.loc[10, "p"] == pytest.approx(math.exp(-(z_a**2 + z_b**2) / 2))  # chi-square, 2 df
+    # Welch's t by hand: difference over the combined se, Welch-Satterthwaite df
+    t_a = (ours_a.mean() - ref_a.mean()) / math.hypot(_se(ref_a), _se(ours_a))
+    v_r, v_o = _se(ref_a) ** 2, _se(ours_a) ** 2
+    df_a = (v_r + v_o) ** 2 / (v_r**2 / 2 + v_o**2 / 3)
+    assert row["t"] == pytest.approx(t_a) and row["p"] == pytest.approx(2 * stats.t.sf(abs(t_a), df_a))
+    p_b = table.loc[key_b, "p"]
+    fisher = -2 * (math.log(row["p"]) + math.log(p_b))
+    assert summary.loc[10, "settings"] == 2 and summary.loc[10, "fisher"] == pytest.approx(fisher)
+    assert summary.loc[10, "p"] == pytest.approx(stats.chi2.sf(fisher, 4))
 
 
 def test_paired_differences_find_a_shift_that_only_one_side_has(cr):
     rng = np.random.default_rng(0)
     settings = [(t, 0.1, 10) for t in (1, 3, 10, 30, 100, 300)]
     mlp = {key: rng.gamma(2.0, 1.0, 20).tolist() for key in settings}
-    same = {key: (np.asarray(v) + rng.normal(0, 0.1, 20)).tolist() for key, v in mlp.items()}
+    noisy = {key: (np.asarray(v) + rng.normal(0, 0.1, 20)).tolist() for key, v in mlp.items()}
+    again = {key: (np.asarray(v) + rng.normal(0, 0.1, 20)).tolist() for key, v in mlp.items()}
     shifted = {key: (np.asarray(v) - 0.5 + rng.normal(0, 0.1, 20)).tolist() for key, v in mlp.items()}
-    _, alike = cr.paired_differences(_runs(same), _runs(mlp), _runs(same), _runs(mlp), settings)
-    _, apart = cr.paired_differences(_runs(same), _runs(mlp), _runs(shifted), _runs(mlp), settings)
-    assert alike.loc[10, "sum_z2"] == pytest.approx(0.0) and alike.loc[10, "p"] == pytest.approx(1.0)
-    assert apart.loc[10, "p"] < 1e-6 and apart.loc[10, "max_abs_z"] > 5
+    _, alike = cr.paired_differences(_runs(noisy), _runs(mlp), _runs(again), _runs(mlp), settings)
+    _, apart = cr.paired_differences(_runs(noisy), _runs(mlp), _runs(shifted), _runs(mlp), settings)
+    assert alike.loc[10, "p"] > 0.01
+    assert apart.loc[10, "p"] < 1e-6 and apart.loc[10, "max_abs_t"] > 5
 
 
 def test_compare_ratios_and_the_verdict_on_them(cr):
