@@ -146,7 +146,9 @@ print(sorted(set(rows["devices"].tolist())))
 """
 
 
-@pytest.mark.parametrize("parent, workers, each", [(4, 2, 2), (2, 2, 1), (3, 2, 1)])
+@pytest.mark.parametrize(
+    "parent, workers, each", [(4, 2, 2), (2, 2, 1), pytest.param(3, 2, 1, marks=pytest.mark.slow)]
+)
 def test_worker_processes_share_the_parents_cpu_devices(tmp_path, parent, workers, each):
     (tmp_path / "device_count_module.py").write_text(_DEVICE_COUNT_MODULE)
     done = subprocess.run(
