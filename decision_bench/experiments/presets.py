@@ -283,7 +283,7 @@ PRESET_SCOPE = {
     "predictions differ little: even the reference implementation's ensemble+ does not beat its mlp "
     "there) and 3 short bandit runs: enough to exercise the whole pipeline and compare the agents, "
     "far too few points for the correlations to confirm or refute the papers' headline; "
-    "`--preset standard` (about an hour on 2 cores) is the smallest run meant to answer it.",
+    "`--preset standard` (about 20 minutes on 2 cores) is the smallest run meant to answer it.",
     "quick": "Scope: 2 training-set sizes at one temperature; the correlations have wide intervals.",
     "standard": "Scope: all three temperatures, T from 1 to 1000, 5 testbed seeds, the d = 2 bandit with "
     "10 seeds and 10,000 steps, 30-member ensembles: the papers' question at laptop size.",
