@@ -238,6 +238,13 @@ def estimate_cells(cells: Sequence[Cell], parallel: int = 1, table: dict | None 
                     _machine(table), notes)
 
 
+def cell_seconds(cell: Cell, table: dict | None = None) -> float:
+    """The estimated CPU seconds of one cell, its compilation included (cells' order
+    for ``run_cells(cost=...)``)."""
+    estimate = estimate_cells([cell], table=table)
+    return estimate.compute_seconds + estimate.compile_seconds
+
+
 def estimate_preset(preset, agents: tuple[str, ...] | None = None, workers: int = 1) -> Estimate:
     """The estimate of ``decision-bench reproduce --preset NAME`` with ``workers`` local
     worker processes (the cores kept busy: at most the cores available)."""

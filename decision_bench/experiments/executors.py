@@ -51,6 +51,7 @@ def run_cells(
     progress: bool = True,
     workers: int = 1,
     on_cell_done: Callable[[Cell, pd.DataFrame], None] | None = None,
+    cost: Callable[[Cell], float] | None = None,
 ) -> pd.DataFrame:
     """Computes every cell not yet in `store`, writing each as it finishes.
 
@@ -74,6 +75,10 @@ def run_cells(
         from its own keys, so the rows do not depend on the number of workers.
       on_cell_done: called in this process with (cell, rows) after each computed
         cell is stored (e.g. to rewrite a results file that grows with the run).
+      cost: cell -> its expected cost (any unit, e.g. ``experiments.estimate.cell_seconds``).
+        Where cells run at once (worker processes, Ray) the costliest start first, so
+        that no long cell is left to run alone at the end while the other cores idle;
+        None keeps the grid's order. Which cell runs where never changes its rows.
 
     Returns:
       The rows of all `cells`, in cell order (the order does not depend on the
@@ -105,6 +110,10 @@ def run_cells(
         raise ValueError(f"compute_fn must be callable, got {compute_fn!r}")
 
     todo = [c for c in cells if not store.is_done(c)]
+    concurrent = executor == "ray" or (workers > 1 and len(todo) > 1)
+    if cost is not None and concurrent:
+        # Longest first (a stable sort: equal costs keep the grid's order).
+        todo = sorted(todo, key=cost, reverse=True)
     bar = _progress_bar(total=len(cells), initial=len(cells) - len(todo), enabled=progress)
     try:
         if todo:

@@ -39,6 +39,7 @@ from decision_bench.experiments.agent_files import AgentFile, current_make_agent
 from decision_bench.experiments.agent_files import load_agent_file  # noqa: F401 - its home before agent_files.py
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.executors import run_cells
+from decision_bench.experiments.estimate import cell_seconds
 from decision_bench.experiments.presets import PRESET_NAMES, Preset, _items, get_preset, testbed_sweep
 from decision_bench.experiments.store import ResultsStore, concat_tables
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, sweep_cells
@@ -369,6 +370,8 @@ def run_preset(
             progress=progress,
             workers=workers,
             on_cell_done=_both(GrowingTables(out, cells, store).cell_done, on_cell_done),
+            # The long cells (bandit runs, big ensembles) first: none is left alone at the end.
+            cost=cell_seconds,
         )
         testbed = store.load([c for c in cells if c.kind == "testbed"])
         bandit = bandit_table(store, [c for c in cells if c.kind == "bandit"])

@@ -20,7 +20,7 @@ count = decision_bench.use_cpu_cores(int(sys.argv[1]))
 from decision_bench.bandit.run import run_bandit
 from decision_bench.evaluation import run_testbed
 from decision_bench.evaluation.sweeps import custom_sweep
-bandit = run_bandit("mlp", "NeuralBandit-v0", num_steps=30, seeds=4, chunk_size=20, progress=False,
+bandit = run_bandit("mlp", "NeuralBandit-v0", num_steps=30, seeds=4, chunk_size=10, progress=False,
                     env_kwargs={"input_dim": 2, "num_actions": 8, "temperature": 0.1})
 # 3 seeds: on 2 devices padded to 4, the copy never saved or reported. Interrupted after
 # its second chunk and resumed from the checkpoint: the same numbers.
@@ -52,14 +52,23 @@ print(json.dumps({
 """
 
 
-def _child(count: int) -> dict:
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(count)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def _children(*counts: int) -> list[dict]:
+    """_CHILD's output for each device count, the processes run at once."""
+    running = [
+        subprocess.Popen([sys.executable, "-c", _CHILD, str(count)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+        for count in counts
+    ]
+    outputs = []
+    for process in running:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err[-2000:]
+        outputs.append(json.loads(out.strip().splitlines()[-1]))
+    return outputs
 
 
 def test_a_runs_numbers_are_the_same_on_one_device_and_on_two():
-    one, two = _child(1), _child(2)
+    one, two = _children(1, 2)
     assert (one["devices"], two["devices"]) == (1, 2)
     assert one["interrupted"] and two["interrupted"]
     assert len(one["regret"]) == 4 * 30 and len(one["kl"]) == 3 * 2

@@ -502,3 +502,35 @@ def test_an_error_that_does_not_unpickle_still_reaches_the_caller_as_text(tmp_pa
     cells = _cells()[:2]
     with pytest.raises(RuntimeError, match=r"^_TwoArgumentError: bad value at "):
         run_cells(cells, _RaisingUnpicklable(), ResultsStore(tmp_path), progress=False, workers=2)
+
+
+class _OrderRecording:
+    """compute_fn that appends each cell's id to one file as it starts (a line per call)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __call__(self, cell):
+        with open(self.path, "a") as f:
+            f.write(cell.id + "\n")
+        return _compute(cell)
+
+
+def test_worker_processes_start_the_costliest_cells_first(tmp_path):
+    cells = _cells()
+    log = tmp_path / "started.txt"
+
+    def cost(cell):
+        return dict(cell.problem)["num_train"] * (10 if cell.agent == "ensemble" else 1)
+
+    rows = run_cells(cells, _OrderRecording(log), ResultsStore(tmp_path / "s"), progress=False, workers=2, cost=cost)
+    started = log.read_text().split()
+    # The first cell to start is one of the first two handed out (a third is handed out only
+    # once one of them is done): with cost, the two ensemble T = 100 cells; without, the grid's first two.
+    costliest = sorted(cells, key=cost, reverse=True)[:2]
+    assert {cost(c) for c in costliest} == {1000} and started[0] in {c.id for c in costliest}
+    assert sorted(started) == sorted(c.id for c in cells)
+    pd.testing.assert_frame_equal(rows, _expected(cells))  # rows still in cell order
+    log.unlink()
+    run_cells(cells, _OrderRecording(log), ResultsStore(tmp_path / "t"), progress=False, workers=2)
+    assert log.read_text().split()[0] in {c.id for c in cells[:2]}

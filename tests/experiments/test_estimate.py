@@ -114,3 +114,20 @@ def test_the_bandit_command_announces_a_long_run_only(capsys, monkeypatch):
     bandit_cli.announce_estimate(args, {"mlp": None, "ensemble+": None}, 2)
     err = capsys.readouterr().err
     assert err.startswith("estimate: 2 bandit runs (100,000 seed-steps); about ") and err.count("\n") == 1
+
+
+def test_a_cells_cost_is_its_estimate_and_the_standard_presets_costliest_is_a_bandit_run():
+    from decision_bench.experiments.presets import get_preset  # noqa: PLC0415
+    from decision_bench.experiments.reproduce import build_cells  # noqa: PLC0415
+
+    preset = get_preset("standard")
+    cells = build_cells(preset, preset.agents)
+    costs = {cell.id: estimate_module.cell_seconds(cell) for cell in cells}
+    one = cells[0]
+    alone = estimate_cells([one])
+    assert costs[one.id] == pytest.approx(alone.compute_seconds + alone.compile_seconds)
+    costliest = max(cells, key=lambda cell: costs[cell.id])
+    assert costliest.kind == "bandit"
+    # each cell compiles its own programs here, so the cells' sum is at least the whole run's
+    whole = estimate_cells(cells)
+    assert sum(costs.values()) >= whole.compute_seconds + whole.compile_seconds - 1e-6
