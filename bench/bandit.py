@@ -118,11 +118,6 @@ def matmul_roofline_gflops(batch: int, seconds: float, devices: int = 1) -> floa
     return 2.0 * batch * BATCH * HIDDEN * HIDDEN * reps / elapsed / 1e9
 
 
-def machine_devices(batch: int) -> int:
-    """The most local devices whose count divides batch (all of them where it does)."""
-    return max(n for n in range(1, jax.local_device_count() + 1) if batch % n == 0)
-
-
 def measure(agent: str, d: int, num_seeds: int, seconds: float, repeats: int) -> dict:
     env_kwargs = {"input_dim": d, "num_actions": 20 * d, "temperature": 0.1}
     loop, _ = make_loop(agent, "NeuralBandit-v0", env_kwargs=env_kwargs)
@@ -156,7 +151,7 @@ def measure(agent: str, d: int, num_seeds: int, seconds: float, repeats: int) ->
     steps_per_second = 1000.0 / median
     members = _members(agent)
     roofline = matmul_roofline_gflops(num_seeds * members, seconds, devices)
-    machine = machine_devices(num_seeds * members)
+    machine = seed_devices(num_seeds * members)  # every device, where they divide the batch
     machine_peak = roofline if machine == devices else matmul_roofline_gflops(num_seeds * members, seconds, machine)
     gflops = flops * steps_per_second / 1e9
     reference = REFERENCE_SECONDS_PER_1000.get((agent, d))

@@ -647,23 +647,24 @@ def same_problems(agent_runs: pd.DataFrame, baseline_runs: pd.DataFrame) -> tupl
 
 def within_side_ratios(
     reference: pd.DataFrame, ours: pd.DataFrame, ref_runs: pd.DataFrame, agent: str, comparison: pd.DataFrame
-) -> tuple[pd.DataFrame | None, str]:
+) -> tuple[pd.DataFrame | None, str, pd.DataFrame]:
     """compare_ratios of agent to mlp on the comparison's settings that both sides'
     mlp have (None for mlp itself, or an empty table when a side has no mlp there),
-    and a line saying which settings were used."""
+    a line saying which settings were used, and paired_differences' per-tau summary
+    on the same problems (empty where there are no ratios)."""
     if agent == BASELINE:
-        return None, ""
+        return None, "", pd.DataFrame()
     ref_mlp = reference[reference["agent"] == BASELINE]
     ours_mlp = ours[ours["agent"] == BASELINE] if "agent" in ours.columns else ours.iloc[:0]
     if ref_mlp.empty or ours_mlp.empty:
         side = "the reference" if ref_mlp.empty else "ours"
-        return pd.DataFrame(), f"ratio to mlp not computed: {side} has no mlp rows"
+        return pd.DataFrame(), f"ratio to mlp not computed: {side} has no mlp rows", pd.DataFrame()
     ref_agent_runs, ref_mlp_runs = same_problems(ref_runs, _standard(ref_mlp, "problem_seed", "kl_estimate"))
     ours_agent_runs, ours_mlp_runs = same_problems(ours_runs(ours, agent), ours_runs(ours, BASELINE))
     common = set(summarize_settings(ref_mlp_runs).index) & set(summarize_settings(ours_mlp_runs).index)
     settings = [key for key in comparison.index if key in common]
     if not settings:
-        return pd.DataFrame(), "ratio to mlp not computed: no setting has mlp on both sides"
+        return pd.DataFrame(), "ratio to mlp not computed: no setting has mlp on both sides", pd.DataFrame()
     left_out = len(comparison) - len(settings)
     note = f"on {len(settings)} of the {len(comparison)} settings, seeds both have" + (
         f" ({left_out} without reference mlp figures left out)" if left_out else ""
@@ -672,8 +673,8 @@ def within_side_ratios(
         ratio_to_baseline(ref_agent_runs, ref_mlp_runs, settings),
         ratio_to_baseline(ours_agent_runs, ours_mlp_runs, settings),
     )
-    ratios.attrs["paired"] = paired_differences(ref_agent_runs, ref_mlp_runs, ours_agent_runs, ours_mlp_runs, settings)
-    return ratios, note
+    _, paired = paired_differences(ref_agent_runs, ref_mlp_runs, ours_agent_runs, ours_mlp_runs, settings)
+    return ratios, note, paired
 
 
 def run_agent(args: argparse.Namespace, agent: str) -> bool:
@@ -700,7 +701,7 @@ def run_agent(args: argparse.Namespace, agent: str) -> bool:
     ours, source = _ours_frame(args, agent, ref_runs, num_ensemble, label)
     comparison = compare(ref_summary, summarize_settings(ours_runs(ours, agent)))
     per_tau = overall(comparison)
-    ratios, ratio_note = within_side_ratios(reference, ours, ref_runs, agent, comparison)
+    ratios, ratio_note, paired = within_side_ratios(reference, ours, ref_runs, agent, comparison)
     holds, reasons = verdict(comparison, per_tau, ratios=ratios)
     print(f"d_KL of {label}: reference {source_ref} vs ours {source}")
     print("per setting: mean +- standard error over seeds, z of the difference, ratio, medians")
@@ -715,7 +716,6 @@ def run_agent(args: argparse.Namespace, agent: str) -> bool:
               "mean over settings of agent / of mlp +- delta-method se")
         if len(ratios):
             print(format_ratios(ratios))
-            _, paired = ratios.attrs.get("paired", (None, pd.DataFrame()))
             if len(paired):
                 print("\npaired agent - mlp per setting, each side on its own problems (reported, not judged): "
                       "Welch's t per setting, the settings' p combined by Fisher's method")

@@ -35,6 +35,13 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 SEED_AXIS = "seeds"
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def use_cpu_cores(count: int | None = None) -> int:
     """Asks JAX for ``count`` CPU devices (default: this process's usable cores) and
     returns the number of local devices JAX has.
@@ -44,7 +51,7 @@ def use_cpu_cores(count: int | None = None) -> int:
     the CPU backend's device count; a GPU process still computes on its GPUs.
     """
     if count is None:
-        count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        count = usable_cores()
     if count < 1:
         raise ValueError(f"count must be >= 1 CPU device, got {count}")
     try:

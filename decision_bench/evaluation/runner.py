@@ -277,6 +277,7 @@ def _run_group(
     if not isinstance(agent, Agent):
         raise ValueError(f"the factory of agent {agent_name!r} returned {type(agent).__name__}, not an Agent")
     resolved = resolve_method(FittedAgent(agent, None), method)
+    num_padded = padded_seed_count(len(seeds))
     configs = tuple(
         EvalConfig(
             tau=design.tau,
@@ -284,8 +285,8 @@ def _run_group(
             num_test=num_test,
             num_models=num_models,
             method=resolved,
-            # The evaluation is vmapped over seeds: share the row budget.
-            max_rows=max(1, max_rows // padded_seed_count(len(seeds))),
+            # The evaluation is vmapped over the (padded) seeds: share the row budget.
+            max_rows=max(1, max_rows // num_padded),
         )
         for design in sweep.designs
     )
@@ -293,7 +294,6 @@ def _run_group(
     # asked for that, _src/devices.py), the fit and evaluation run partitioned alike.
     # A setting's seeds are padded to a multiple of the devices (copies of the last
     # seed, computed and dropped: every seed is its own problem, nothing is shared).
-    num_padded = padded_seed_count(len(seeds))
     env_keys, fit_keys, eval_keys = shard_seeds(pad_seeds(problem_keys(setting, seeds), len(seeds)), num_padded)
 
     (env_params, states), fit_s, fit_compile_s = _timed(

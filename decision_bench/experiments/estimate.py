@@ -32,10 +32,10 @@ import dataclasses
 import functools
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from decision_bench._src.devices import usable_cores
 from decision_bench.agents import registry
 from decision_bench.agents.training import bucket_size
 from decision_bench.experiments.cells import Cell
@@ -48,9 +48,9 @@ MEASURED_DIMS = (2, 50)
 # Commands that run agents print their estimate before a run estimated at least this long.
 LONG_RUN_SECONDS = 60.0
 # How the estimates compared with measured runs on the 2-core machine (wall / estimate),
-# said beside every estimate: demo 2m12s against 2.0 min; standard 42.5-60 min against
-# 17.3 min. Long presets are underestimated (an unexplained part: fits measured at T = 100
-# only, under load 20-26); the figure is not scaled to agree, it is reported.
+# said beside every estimate: demo 2m12s against 2.0 min; standard 14.7 min against 17.3
+# on an otherwise idle machine (2026-11-25; 42.5-60 min earlier, under a load of 15-26).
+# The figure is not scaled to agree, it is reported.
 CHECKED_AGAINST_RUNS = (
     "measured on an otherwise idle machine: demo 1.1x, standard 0.85x the estimate; other jobs on "
     "the same cores stretch the wall time, not the estimate"
@@ -109,11 +109,8 @@ def format_duration(seconds: float) -> str:
 
 
 def cores_available() -> int:
-    """The cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    """The cores this process may use (``_src.devices.usable_cores``)."""
+    return usable_cores()
 
 
 def _machine(table: dict) -> str:

@@ -22,6 +22,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import pandas as pd
 
 from decision_bench._src import worker as worker_module
+from decision_bench._src.devices import usable_cores
 from decision_bench._src.console import RunFailed
 from decision_bench._src.extras import require_extra
 from decision_bench._src.worker import describe_exit, read_message, write_message
@@ -141,11 +142,7 @@ class WorkerDied(RunFailed):
 def default_workers(limit: int = 4) -> int:
     """Worker processes for a local run: the cores this process may use, at most
     ``limit`` (each worker's XLA also spreads its larger operations over threads)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, limit))
+    return max(1, min(usable_cores(), limit))
 
 
 def _progress_bar(total: int, initial: int, enabled: bool):
