@@ -1,6 +1,7 @@
 """Benchmark of the compiled bandit loop (issues 5 and 25, "Performance").
 
     python bench/bandit.py [--json] [--quick] [--devices N] [--repeats K] [--seconds S]
+                           [--agents mlp,ensemble+] [--dims 2,10,50] [--seeds 1,20]
 
 For mlp and ensemble+ (paper defaults: 100 members) on NeuralBandit-v0 with
 d in {2, 10, 50} and 20 d actions, Thompson sampling with one Adam step on a
@@ -31,6 +32,10 @@ loop splits it. On a 2-core AMD EPYC (2026-11-25) one device reaches about
 "machine" column is the same matmul over every device the process has, where
 the batch divides: a row whose seeds cannot use every device (one seed) reads
 its fraction against its own devices and the machine's peak beside it.
+
+On a GPU the same rows run (``--seeds 1,20,200,2000`` shows how far the seeds
+scale), but that matmul is not the GPU's peak, so the roofline columns only model a
+CPU core; docs/performance.md quotes GPU rows without them.
 
 Timings exclude compilation: each configuration is compiled and run once,
 then timed. The reference figures (``REFERENCE_SECONDS_PER_1000``) are
@@ -187,12 +192,36 @@ def measure(agent: str, d: int, num_seeds: int, seconds: float, repeats: int) ->
     }
 
 
+def _counts(flag: str, text: str, parser: argparse.ArgumentParser) -> list[int]:
+    """Positive integers from "1,20,200"; a parser error naming the flag otherwise."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        parser.error(f"{flag} must be comma-separated integers >= 1, got {text!r}")
+    return values
+
+
+def _names(flag: str, text: str, accepted: tuple[str, ...], parser: argparse.ArgumentParser) -> list[str]:
+    names = text.split(",")
+    unknown = [n for n in names if n not in accepted]
+    if unknown:
+        parser.error(f"{flag}: unknown {unknown[0]!r}; accepted: {','.join(accepted)}")
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("--quick", action="store_true", help="a subset (mlp 1 and 20 seeds at d = 2, ensemble+ at d = 50)")
     parser.add_argument("--seconds", type=float, default=None, help="target time per timed chunk (default 1, 3 without --quick)")
     parser.add_argument("--repeats", type=int, default=5, help="timed chunks per row (default 5): the median and range are reported")
+    parser.add_argument("--agents", default=None, help="comma-separated agents (default: mlp,ensemble+)")
+    parser.add_argument("--dims", default=None, help="comma-separated input dimensions d (default: 2,10,50)")
+    parser.add_argument("--seeds", default=None,
+                        help="comma-separated seed counts S, each one vmapped program (default: 1,20); "
+                             "e.g. 1,20,200,2000 on a GPU")
     parser.add_argument("--devices", type=int, default=None,
                         help="CPU devices to ask for (default: one per usable core; 1 = JAX's default)")
     args = parser.parse_args(argv)
@@ -201,10 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.devices is not None and args.devices < 1:
         parser.error(f"--devices must be >= 1, got {args.devices}")
     use_cpu_cores(args.devices)  # before the first computation: JAX reads it once
+    chosen = [args.agents, args.dims, args.seeds]
+    if args.quick and any(chosen):
+        parser.error("--quick is a fixed grid: leave out --agents, --dims and --seeds, or --quick")
+    agents = _names("--agents", args.agents or "mlp,ensemble+", ("mlp", "ensemble+"), parser)
+    dims = _counts("--dims", args.dims or "2,10,50", parser)
+    seed_counts = _counts("--seeds", args.seeds or "1,20", parser)
     if args.quick:
         grid = [("mlp", 2, 1), ("mlp", 2, 20), ("ensemble+", 50, 1)]
     else:
-        grid = [(a, d, s) for a in ("mlp", "ensemble+") for d in (2, 10, 50) for s in (1, 20)]
+        grid = [(a, d, s) for a in agents for d in dims for s in seed_counts]
     seconds = args.seconds or (1.0 if args.quick else 3.0)
     if not args.json:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
