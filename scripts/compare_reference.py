@@ -1,6 +1,7 @@
 """Compare our testbed d_KL with the reference implementation's, setting by setting.
 
     python scripts/compare_reference.py --agent bbb --ours ours_bbb.csv --ours ours_mlp.csv
+    python scripts/compare_reference.py --agent all --stored           # every agent, our stored rows
     python scripts/compare_reference.py --agent all --ours ours.csv     # every agent with figures
     python scripts/compare_reference.py --agent epinet --reference ref_epinet.csv --reference ref_mlp.csv --ours ...
     python scripts/compare_reference.py [--agent mlp] [--seeds 20] [--save ours.csv]   # run ours
@@ -555,6 +556,12 @@ def build_parser() -> argparse.ArgumentParser:
         "ensemble agents the file's ensemble size is not checked)",
     )
     parser.add_argument(
+        "--stored",
+        action="store_true",
+        help="read our rows from the stored bench/data/ours_testbed_<agent>.csv files (every core "
+        "agent, 20 seeds, mlp included) instead of running: seconds instead of hours",
+    )
+    parser.add_argument(
         "--seeds",
         type=int,
         default=None,
@@ -762,10 +769,23 @@ def run(args: argparse.Namespace) -> bool:
     return all(results.values())
 
 
+def stored_ours_files() -> list[Path]:
+    """Our stored rows, bench/data/ours_testbed_<agent>.csv (each agent's settings of the
+    reference comparison, 20 seeds), sorted; a ValueError if there are none."""
+    paths = sorted(BENCH_DATA.glob("ours_testbed_*.csv"))
+    if not paths:
+        raise ValueError(f"--stored: no ours_testbed_<agent>.csv in {BENCH_DATA}")
+    return paths
+
+
 def main(argv: list[str] | None = None) -> int:
     """0 when the acceptance holds, 1 when it fails, 2 on bad input."""
     args = build_parser().parse_args(argv)
     try:
+        if args.stored:
+            if args.ours is not None:
+                raise ValueError("--stored reads the stored ours_testbed_<agent>.csv files: give it or --ours, not both")
+            args.ours = [str(path) for path in stored_ours_files()]
         return 0 if run(args) else 1
     except ValueError as error:
         print(f"compare_reference: error: {error}", file=sys.stderr)

@@ -449,3 +449,19 @@ def test_the_ratio_to_mlp_uses_only_the_seeds_both_have(cr, tmp_path, capsys):
     agent, mlp = cr.same_problems(cr._standard(frame[frame["agent"] == "ensemble"], "problem_seed", "kl_estimate"),
                                   cr._standard(frame[frame["agent"] == "mlp"], "problem_seed", "kl_estimate"))
     assert len(agent) == len(mlp) == 20 and sorted(set(mlp["seed"])) == list(range(1, 11))
+
+
+def test_stored_reads_every_stored_ours_file_and_every_core_agent_holds(cr, capsys):
+    # The figures the README quotes: our stored rows against the stored reference rows.
+    assert cr.main(["--agent", "all", "--stored"]) == 0
+    out = capsys.readouterr().out
+    summary = [line for line in out.splitlines() if line.startswith("summary: ")]
+    assert summary == ["summary: bbb HOLDS, dropout HOLDS, ensemble HOLDS, ensemble+ HOLDS, epinet HOLDS, "
+                       "hypermodel HOLDS, mlp HOLDS"]
+    assert all(path.name.startswith("ours_testbed_") for path in cr.stored_ours_files())
+
+
+def test_stored_and_ours_together_are_refused(cr, capsys):
+    assert cr.main(["--stored", "--ours", "x.csv"]) == 2
+    err = capsys.readouterr().err
+    assert "--stored" in err and "not both" in err and err.count("\n") == 1
