@@ -79,34 +79,33 @@ def _blocks(page: Path, language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", page.read_text(), flags=re.S)
 
 
-def _shell_lines(page: Path) -> list[str]:
-    """The commands of the page's bash blocks: continuations joined, comments and
-    optional `[...]` parts removed."""
-    lines = []
+def _shell_commands(page: Path) -> list[tuple[str, str | None]]:
+    """(command, file its output is redirected to, or None) for each line of the page's
+    bash blocks: continuations joined, comments and optional `[...]` parts removed, the
+    redirection (the shell's, not the command's) split off."""
+    commands = []
     for block in _blocks(page, "bash"):
         for line in block.replace("\\\n", " ").splitlines():
             line = re.sub(r"\s#\s.*$", "", line)  # a trailing comment
             line = re.sub(r"\[[^\]]*\]", "", line).strip()
-            line = re.sub(r"\s>\s*\S+$", "", line)  # an output redirection: the shell's, not the command's
+            target = re.search(r"\s>\s*(\S+)$", line)
+            if target:
+                line = line[: target.start()]
             if line:
-                lines.append(" ".join(line.split()))
-    return lines
+                commands.append((" ".join(line.split()), target[1] if target else None))
+    return commands
+
+
+def _shell_lines(page: Path) -> list[str]:
+    """The commands of the page's bash blocks (``_shell_commands``)."""
+    return [command for command, _ in _shell_commands(page)]
 
 
 def _redirections() -> dict[str, str]:
     """{command: file} for the documented commands whose output the docs send to a file
     (``decision-bench reproduce --preset demo --print-config > demo.toml``): a later
     command reads that file."""
-    found = {}
-    for page in PAGES:
-        for block in _blocks(page, "bash"):
-            for line in block.replace("\\\n", " ").splitlines():
-                line = re.sub(r"\s#\s.*$", "", line)
-                line = re.sub(r"\[[^\]]*\]", "", line).strip()
-                target = re.search(r"\s>\s*(\S+)$", line)
-                if target:
-                    found[" ".join(line[: target.start()].split())] = target[1]
-    return found
+    return {command: target for page in PAGES for command, target in _shell_commands(page) if target}
 
 
 def _inline_commands(page: Path) -> list[str]:
@@ -228,11 +227,11 @@ def test_every_documented_command_runs_at_small_size(tmp_path, monkeypatch):
         argv = _argv(command, run_dir)
         if argv[0] == "analyze":
             _results_for_analyze(Path(argv[1]))
-        target = redirections.get(command)
-        with open(target, "w") if target else contextlib.nullcontext() as out, \
-                contextlib.redirect_stdout(out) if target else contextlib.nullcontext():
-            # An experiment file sets the sizes itself (the command refuses them beside it).
-            shrink = [] if "--config" in argv else SHRINK.get(argv[0], [])
+        # An experiment file sets the sizes itself (the command refuses them beside it).
+        shrink = [] if "--config" in argv else SHRINK.get(argv[0], [])
+        with contextlib.ExitStack() as stack:
+            if command in redirections:
+                stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(redirections[command], "w"))))
             status = cli.main([*argv, *shrink])
         assert status == 0, command
 
