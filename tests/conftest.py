@@ -1,7 +1,31 @@
 """Shared fixtures. JAX runs on the CPU here; keep problem sizes small."""
 
-import jax
-import pytest
+import os
+import platform
+
+
+def _avx2() -> bool:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            return any(line.startswith("flags") and " avx2" in line for line in cpuinfo)
+    except OSError:
+        return False
+
+
+# JAX's CPU linear algebra (Cholesky, triangular solves, eigh: laplace and
+# deep_kernel) calls the OpenBLAS that SciPy ships, and OpenBLAS picks its kernels
+# by processor when it loads: on an AVX-512 machine (its "SkylakeX" kernels) those
+# agents' draws differ in the last bits (about 1e-6 relative) from an AVX2 machine's,
+# and the bit-for-bit golden outputs (tests/agents/test_same_results.py, written on
+# an AVX2 machine) fail although no code changed. Every x86-64 processor with AVX2
+# runs the "Haswell" kernels, so the tests pin them, before jax loads OpenBLAS; the
+# worker processes and the subprocesses tests start inherit it. A value set by the
+# caller is kept.
+if platform.machine().lower() in ("x86_64", "amd64") and _avx2():
+    os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
+
+import jax  # noqa: E402  (after OPENBLAS_CORETYPE)
+import pytest  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
