@@ -12,10 +12,10 @@ def _avx2() -> bool:
         return False
 
 
-# JAX's CPU linear algebra (Cholesky, triangular solves, eigh: laplace and
+# JAX's CPU linear algebra (Cholesky and triangular solves: laplace and
 # deep_kernel) calls the OpenBLAS that SciPy ships, and OpenBLAS picks its kernels
 # by processor when it loads: on an AVX-512 machine (its "SkylakeX" kernels) those
-# agents' draws differ in the last bits (about 1e-6 relative) from an AVX2 machine's,
+# agents' draws differ in the last bits (up to about 1e-6) from an AVX2 machine's,
 # and the bit-for-bit golden outputs (tests/agents/test_same_results.py, written on
 # an AVX2 machine) fail although no code changed. Every x86-64 processor with AVX2
 # runs the "Haswell" kernels, so the tests pin them, before jax loads OpenBLAS; the
