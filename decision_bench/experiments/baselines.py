@@ -271,3 +271,77 @@ def store_baselines(
         ],
     }
     return atomic_write_text(folder / f"{name}.json", json.dumps(meta, indent=1) + "\n")
+
+
+# The problem keys a run's testbed cell may carry beyond a stored problem's: the sweep
+# name reproduce records in its rows (a "sweep" column), which changes no number.
+_RUN_ONLY_KEYS = ("sweep",)
+
+
+def reusable_rows(baselines: Baselines, cell: Cell) -> pd.DataFrame | None:
+    """The stored rows of testbed ``cell`` when they are, by construction, the rows this
+    code would compute for it, else None.
+
+    They are when: a baseline agent of the cell's name whose rows are current
+    (``stale_reasons``: the same package version and resolved config), made by the same
+    computing libraries (``library_differences``: another jax may round differently), no
+    overrides and no agent file on the cell, and the cell's problem and seeds, less
+    ``_RUN_ONLY_KEYS``, among the stored problems. Problems are deterministic functions
+    of (setting, seed) and every fit a function of its keys, so the rows are the same
+    numbers (only the timing columns were measured elsewhere)."""
+    if cell.kind != "testbed" or cell.agent_config or cell.agent_file_sha256 is not None:
+        return None
+    if cell.agent not in baselines.agents or cell.agent in stale_reasons(baselines):
+        return None
+    if library_differences(baselines) is not None:
+        return None
+    problem = dict(cell.problem)
+    extra = {k: problem.pop(k) for k in _RUN_ONLY_KEYS if k in problem}
+    key = Cell("testbed", "_", (), problem, cell.seeds).problem
+    if (key, tuple(cell.seeds)) not in set(baselines.problems):
+        return None
+    rows = baselines.rows
+    match = (
+        (rows["agent"] == cell.agent)
+        & (rows["prior"] == problem["prior"])
+        & (rows["activation"] == problem["activation"])
+        & (rows["hidden_sizes"].astype(str) == "-".join(str(int(w)) for w in problem["hidden_sizes"]))
+        & (rows["input_dim"] == problem["input_dim"])
+        & (rows["num_train"] == problem["num_train"])
+        & (rows["temperature"] == problem["temperature"])
+        & (rows["num_test"] == problem["num_test"])
+        & (rows["seed"].isin(cell.seeds))
+    )
+    # (num_models and method are not matched in the rows: they record what was used, e.g.
+    # an ensemble's 100 members enumerated exactly; the stored problem pins the requested ones.)
+    found = rows[match].reset_index(drop=True)
+    expected = len(cell.seeds) * len(problem["designs"])
+    if len(found) != expected:
+        return None  # a problem the record lists but whose rows are not all there: compute it
+    for column, value in extra.items():
+        found[column] = value
+    return found
+
+
+def reuse_stored_rows(store: ResultsStore, cells: Sequence[Cell], names: Sequence[str] | None = None) -> dict[str, int]:
+    """Writes into ``store`` every testbed cell of ``cells`` not yet there whose rows a
+    stored baseline set (``names``; every stored set by default) holds for this code
+    (``reusable_rows``), recording the set and the versions that made them in the cell
+    file; returns {set name: cells written}. A run then computes only the rest."""
+    written: dict[str, int] = {}
+    pending = [c for c in cells if c.kind == "testbed" and not store.is_done(c)]
+    for name in stored_names() if names is None else names:
+        if not pending:
+            break
+        baselines = load_baselines(name)
+        versions = baselines.meta.get("versions") or {}
+        left = []
+        for cell in pending:
+            rows = reusable_rows(baselines, cell)
+            if rows is None:
+                left.append(cell)
+                continue
+            store.write(cell, rows, versions=versions, source=f"stored baselines {baselines.name!r}")
+            written[baselines.name] = written.get(baselines.name, 0) + 1
+        pending = left
+    return written

@@ -76,7 +76,7 @@ def run_cells(
         from its own keys, so the rows do not depend on the number of workers.
       on_cell_done: called in this process with (cell, rows) after each computed
         cell is stored (e.g. to rewrite a results file that grows with the run).
-      cost: cell -> its expected cost (any unit, e.g. ``experiments.estimate.cell_seconds``).
+      cost: cell -> its expected cost (any sortable value, e.g. ``experiments.estimate.cell_seconds``).
         Where cells run at once (worker processes, Ray) the costliest start first, so
         that no long cell is left to run alone at the end while the other cores idle;
         None keeps the grid's order. Which cell runs where never changes its rows.

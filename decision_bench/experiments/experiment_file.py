@@ -48,10 +48,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-_TOP = ("name", "agents", "testbed", "bandit")
+_TOP = ("name", "agents", "testbed_only", "testbed", "bandit")
 _TESTBED = ("sweeps", "seeds", "num_test", "num_models", "overrides")
 _BANDIT = ("env", "steps", "seeds", "settings", "overrides")
-_OPTIONAL = ("overrides",)
+_OPTIONAL = ("overrides", "testbed_only")
 
 
 def _toml_value(value: Any) -> str:
@@ -89,6 +89,8 @@ def preset_to_toml(preset: Preset) -> str:
         f"name = {_toml_value(preset.name)}",
         f"agents = {_toml_value(preset.agents)}",
     ]
+    if preset.testbed_only:
+        lines.append(f"testbed_only = {_toml_value(preset.testbed_only)}")
     _table(lines, "[testbed]", [
         ("sweeps", preset.testbed_sweeps), ("seeds", preset.testbed_seeds),
         ("num_test", preset.num_test), ("num_models", preset.num_models),
@@ -132,6 +134,28 @@ def _strings(where: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _names(where: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where} must be a list of agent names, got {value!r}")
+    return tuple(value)
+
+
+def _check_override_agents(preset: Preset) -> None:
+    """An override table or testbed_only entry for an agent the file does not run is a
+    typo (``[testbed.overrides.ensembel]``) that would otherwise be dropped without a word."""
+    for where, named in (
+        ("[testbed.overrides]", [a for a, _ in preset.testbed_overrides]),
+        ("[bandit.overrides]", [a for a, _ in preset.bandit_overrides]),
+        ("testbed_only", list(preset.testbed_only)),
+    ):
+        strangers = sorted(set(named) - set(preset.agents))
+        if strangers:
+            raise ValueError(
+                f"{where} names {strangers}, not among agents {list(preset.agents)}; "
+                "name an agent the file runs (or add it to agents)"
+            )
+
+
 def preset_from_toml(text: str, source: str = "experiment file") -> Preset:
     """The :class:`Preset` an experiment file describes; ValueError (one line naming
     ``source``) for TOML that does not parse, an unknown or missing key, or a value
@@ -150,7 +174,7 @@ def preset_from_toml(text: str, source: str = "experiment file") -> Preset:
         pairs = tuple(tuple(sorted((k, _tuple(v)) for k, v in s.items())) for s in settings)
         if not isinstance(data["name"], str) or not data["name"]:
             raise ValueError(f"{source} name must be a non-empty string, got {data['name']!r}")
-        return Preset(
+        preset = Preset(
             name=data["name"],
             agents=_strings(f"{source} agents", data["agents"]),
             testbed_sweeps=_strings(f"{source} [testbed] sweeps", testbed["sweeps"]),
@@ -164,7 +188,10 @@ def preset_from_toml(text: str, source: str = "experiment file") -> Preset:
             bandit_steps=bandit["steps"],
             bandit_seeds=bandit["seeds"],
             bandit_overrides=_overrides("bandit.overrides", bandit.get("overrides", {})),
+            testbed_only=_names(f"{source} testbed_only", data.get("testbed_only", [])),
         )
+        _check_override_agents(preset)
+        return preset
     except ValueError as error:
         message = str(error)
         raise ValueError(message if message.startswith(source) else f"{source}: {message}") from None

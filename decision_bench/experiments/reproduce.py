@@ -37,6 +37,7 @@ from decision_bench.bandit import run_bandit
 from decision_bench.evaluation.sweeps import DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES, hidden_sizes_label
 from decision_bench.experiments.agent_files import AgentFile, current_make_agent, file_fingerprint, read_agent_files
 from decision_bench.experiments.agent_files import load_agent_file  # noqa: F401 - its home before agent_files.py
+from decision_bench.experiments.baselines import load_baselines, reusable_rows, reuse_stored_rows, stored_names
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.estimate import cell_seconds
@@ -55,17 +56,21 @@ def build_cells(preset: Preset, agents: tuple[str, ...], agent_files: dict[str, 
     digests = dict(agent_files or {})
     cells = []
     seeds = tuple(range(preset.testbed_seeds))
-    for sweep_name in preset.testbed_sweeps:
-        cells.extend(sweep_cells(
-            agents, testbed_sweep(sweep_name), seeds,
-            num_test=preset.num_test,
-            num_models=preset.num_models,
-            agent_configs={agent: preset.overrides("testbed", agent) for agent in agents},
-            agent_files=digests,
-            sweep_name=sweep_name,
-        ))
+    # The testbed-only agents' cells last: no headline point waits for them.
+    both_sides = tuple(a for a in agents if preset.runs_bandit(a))
+    testbed_only = tuple(a for a in agents if not preset.runs_bandit(a))
+    for group in (both_sides, testbed_only):
+        for sweep_name in preset.testbed_sweeps if group else ():
+            cells.extend(sweep_cells(
+                group, testbed_sweep(sweep_name), seeds,
+                num_test=preset.num_test,
+                num_models=preset.num_models,
+                agent_configs={agent: preset.overrides("testbed", agent) for agent in group},
+                agent_files=digests,
+                sweep_name=sweep_name,
+            ))
     # One cell per (agent, bandit setting); agents outermost, as before settings were plural.
-    for agent in agents:
+    for agent in both_sides:
         for setting in preset.bandit_settings:
             cells.append(
                 Cell(
@@ -326,6 +331,11 @@ def claim_preset_dir(
     )
 
 
+def _run_order(preset: Preset, cell: Cell) -> tuple[bool, float]:
+    """A cell's place among cells run at once, highest first (``run_cells(cost=...)``)."""
+    return preset.runs_bandit(cell.agent), cell_seconds(cell)
+
+
 def run_preset(
     preset: str | Preset = "demo",
     out: str | Path = "runs/demo",
@@ -358,6 +368,11 @@ def run_preset(
         cells = build_cells(preset, all_agents, {f.name: f.sha256 for f in custom})
         store = ResultsStore(out / "cells")
         start = time.perf_counter()
+        # Testbed cells whose rows a stored baseline set already holds for this code are
+        # written from it (paper2d's core agents in the paper presets): hours not recomputed.
+        for name, count in reuse_stored_rows(store, cells).items():
+            if progress:
+                print(f"{count} testbed cells taken from the stored baselines {name!r} (the same rows by construction)")
         # Computes (or finds stored) every cell; the tables are read back per kind below.
         run_cells(
             cells,
@@ -370,8 +385,9 @@ def run_preset(
             progress=progress,
             workers=workers,
             on_cell_done=_both(GrowingTables(out, cells, store).cell_done, on_cell_done),
-            # The long cells (bandit runs, big ensembles) first: none is left alone at the end.
-            cost=cell_seconds,
+            # The long cells (bandit runs, big ensembles) first: none is left alone at the end;
+            # the testbed-only agents' cells (no headline point waits for them) after all others.
+            cost=functools.partial(_run_order, preset),
         )
         testbed = store.load([c for c in cells if c.kind == "testbed"])
         bandit = bandit_table(store, [c for c in cells if c.kind == "bandit"])
@@ -398,7 +414,7 @@ def preset_estimate(
     settings: Settings | None = None,
 ):
     """The estimated cost (``experiments.estimate.Estimate``) of the preset's cells not
-    yet stored in OUT (all of them without OUT), with ``workers`` local processes;
+    yet stored in OUT (all of them without OUT) nor held by a stored baseline set, with ``workers`` local processes;
     ``settings`` (--set values) as in ``run_preset``."""
     from decision_bench.experiments.estimate import cores_available, estimate_cells  # noqa: PLC0415
 
@@ -407,4 +423,6 @@ def preset_estimate(
     if out is not None:
         store = ResultsStore(Path(out) / "cells")
         cells = tuple(cell for cell in cells if not store.path(cell).exists())
+    stored = [load_baselines(name) for name in stored_names()]
+    cells = tuple(c for c in cells if not any(reusable_rows(b, c) is not None for b in stored))
     return estimate_cells(cells, parallel=min(workers, cores_available()))

@@ -156,8 +156,14 @@ class ResultsStore:
 
     # -- writing
 
-    def write(self, cell: Cell, frame: pd.DataFrame) -> Path:
-        """Writes `frame` as `cell`'s file atomically and returns its path."""
+    def write(
+        self, cell: Cell, frame: pd.DataFrame, versions: Mapping[str, Any] | None = None, source: str | None = None
+    ) -> Path:
+        """Writes `frame` as `cell`'s file atomically and returns its path.
+
+        versions: the package versions that made the rows (this process's by default;
+        rows taken from a stored baseline set keep the versions that made them);
+        source: where rows not computed by this run came from, recorded in the file."""
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(
                 f"the result for cell {cell.id} must be a pandas DataFrame, got {type(frame).__name__}"
@@ -174,13 +180,15 @@ class ResultsStore:
             "format": FORMAT,
             "cell_id": cell.id,
             "cell": cell.to_dict(),
-            "versions": environment_info(),
+            "versions": dict(versions) if versions is not None else environment_info(),
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "agent_fingerprint": agent_fingerprint(cell),
             "num_rows": len(frame),
             "sha256": checksum,
             "table": table,
         }
+        if source is not None:
+            payload["source"] = source
         # atomic_write's temporary file starts with "." and does not end in .json,
         # so load_all never mistakes one left by kill -9 for a result.
         return atomic_write_text(self.path(cell), json.dumps(payload, separators=(",", ":")))
