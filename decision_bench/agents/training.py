@@ -33,6 +33,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from decision_bench._src.validation import check_int
 from decision_bench.agents.base import Agent, Batch, params_are_finite
@@ -52,6 +53,16 @@ def check_data(train_data: Dataset, spec: ProblemSpec, num_rows: int | None = No
             f"expects x {want_x}, y {want_y} (num_train={spec.num_train}, "
             f"input_dim={spec.input_dim})"
         )
+    if not isinstance(train_data.y, jax.core.Tracer) and y_shape[0]:
+        labels = np.asarray(train_data.y)
+        low, high = labels.min(), labels.max()
+        if low < 0 or high >= spec.num_classes:
+            # A label outside the spec's classes trains a softmax over fewer classes on
+            # an index it does not have (JAX clamps it): a wrong fit, with no error.
+            raise ValueError(
+                f"training labels y must lie in [0, num_classes - 1] = [0, {spec.num_classes - 1}], "
+                f"got values from {low} to {high}"
+            )
 
 
 def fit(
@@ -81,7 +92,7 @@ def fit(
     rows = int(jnp.shape(train_data.x)[0])
     if spec is not None:
         check_data(train_data, spec, None if num_train is None else rows)
-    steps = agent.num_steps if num_steps is None else check_int("num_steps", num_steps, 0)
+    steps = check_int("agent.num_steps", agent.num_steps, 0) if num_steps is None else check_int("num_steps", num_steps, 0)
     batch_size = check_int("batch_size", batch_size, 1)
     if num_train is None:
         num_train, min_train = rows, rows

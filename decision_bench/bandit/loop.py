@@ -27,6 +27,7 @@ from decision_bench._src.keys import (
 )
 from decision_bench._src.validation import check_choice, check_int, check_positive
 from decision_bench.agents.base import Agent, Batch, params_are_finite
+from decision_bench.agents.contract import check_agent_contract
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.envs.bandits import BanditParams, BanditState, BernoulliBandit, make_bandit
 from decision_bench.envs.showdown import real_valued_rewards
@@ -479,6 +480,10 @@ def make_loop(
         check_inputs_fit(agent, env_id, one_hot=isinstance(env, BernoulliBandit), real_rewards=real_rewards)
     spec = bandit_spec(env, config.replay_capacity, config.regularization)
     built = _resolve_agent(agent, spec, config.learning_rate, agent_kwargs)
+    if not isinstance(agent, str) and not (real_rewards and config.policy == "uniform"):
+        # A user's agent is traced once here, before any step: a wrong one is one line.
+        check_agent_contract(built, spec, f"agent {built.name!r}",
+                             label_dtype=jnp.float32 if real_rewards else jnp.int32)
     update_mode = built.update_mode if config.update_mode is None else config.update_mode
     check_choice("update_mode", update_mode, UPDATE_MODES)
     loop = BanditLoop(

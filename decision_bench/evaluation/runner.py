@@ -55,6 +55,7 @@ from decision_bench._src.validation import check_choice, check_int, check_seed_l
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
 from decision_bench.agents import registry as agent_registry
+from decision_bench.agents.contract import check_agent_contract
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.agents.training import bucket_size
 from decision_bench.envs.testbed import sample_environment
@@ -274,8 +275,7 @@ def _run_group(
         num_train=setting.num_train,
     )
     agent = make(agent_name, spec, **overrides) if factory is None else factory(spec, **overrides)
-    if not isinstance(agent, Agent):
-        raise ValueError(f"the factory of agent {agent_name!r} returned {type(agent).__name__}, not an Agent")
+    check_agent_contract(agent, spec, f"agent {agent_name!r}")
     resolved = resolve_method(FittedAgent(agent, None), method)
     num_padded = padded_seed_count(len(seeds))
     configs = tuple(

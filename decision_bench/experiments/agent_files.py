@@ -57,8 +57,17 @@ class AgentFile:
         return file_fingerprint(self.sha256)
 
     def factory(self, settings: dict | None = None) -> Callable:
-        """make_agent(spec) with ``settings`` (--set options) bound as keywords."""
-        return functools.partial(self.make_agent, **settings) if settings else self.make_agent
+        """make_agent(spec) with ``settings`` (--set options) bound as keywords; the agent
+        it returns is checked against the agent contract (``agents.contract``), its
+        errors one line naming the agent and this file."""
+        who = f"agent {self.name!r} (agent_file {self.path!r})"
+        return functools.partial(_checked_make, self.make_agent, who, dict(settings or {}))
+
+
+def _checked_make(make_agent: Callable, who: str, settings: dict, spec: Any, **overrides: Any) -> Any:
+    from decision_bench.agents.contract import check_agent_contract  # noqa: PLC0415 - imports jax
+
+    return check_agent_contract(make_agent(spec, **settings, **overrides), spec, who)
 
 
 def file_fingerprint(sha256: str, settings: dict | None = None) -> str:

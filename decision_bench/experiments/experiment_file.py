@@ -141,18 +141,22 @@ def _names(where: str, value: Any) -> tuple[str, ...]:
 
 
 def _check_override_agents(preset: Preset) -> None:
-    """An override table or testbed_only entry for an agent the file does not run is a
-    typo (``[testbed.overrides.ensembel]``) that would otherwise be dropped without a word."""
+    """An override table or testbed_only entry naming neither an agent the file runs nor
+    a registered agent is a typo (``[testbed.overrides.ensembel]``) that would otherwise
+    be dropped without a word. A registered agent the file does not run is let through:
+    ``--print-config --agents ...`` keeps the preset's tables for the agents it leaves out."""
+    from decision_bench.agents.registry import names as agent_names  # noqa: PLC0415 - imports every family
+
+    known = set(preset.agents) | set(agent_names())
     for where, named in (
         ("[testbed.overrides]", [a for a, _ in preset.testbed_overrides]),
         ("[bandit.overrides]", [a for a, _ in preset.bandit_overrides]),
         ("testbed_only", list(preset.testbed_only)),
     ):
-        strangers = sorted(set(named) - set(preset.agents))
+        strangers = sorted(set(named) - known)
         if strangers:
             raise ValueError(
-                f"{where} names {strangers}, not among agents {list(preset.agents)}; "
-                "name an agent the file runs (or add it to agents)"
+                f"{where} names {strangers}, neither among agents {list(preset.agents)} nor a registered agent"
             )
 
 

@@ -1,0 +1,111 @@
+"""The paper presets are paper 000's experiment, and their testbed cells come from the
+stored paper2d baselines only where the rows are this code's rows."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from decision_bench.experiments import baselines as stored_baselines
+from decision_bench.experiments.baselines import load_baselines, reusable_rows, reuse_stored_rows
+from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.experiment_file import preset_from_toml, preset_to_toml
+from decision_bench.experiments.presets import CORE_AGENTS, get_preset
+from decision_bench.experiments.reproduce import _run_order, build_cells
+from decision_bench.experiments.store import ResultsStore
+from decision_bench.experiments.testbed_cell import compute_testbed_cell
+
+PAPER_BANDIT = {"mlp", "ensemble", "dropout", "bbb", "ensemble+", "hypermodel"}  # paper 000 App. E.2
+
+
+def _cells(name):
+    preset = get_preset(name)
+    return preset, build_cells(preset, preset.agents)
+
+
+def test_paper_preset_runs_the_papers_bandit_agents_and_sgmcmc_on_the_testbed_only():
+    preset, cells = _cells("paper")
+    bandit = [c for c in cells if c.kind == "bandit"]
+    assert {c.agent for c in bandit} == PAPER_BANDIT | {"epinet"}
+    assert {c.agent for c in cells if c.kind == "testbed"} == set(CORE_AGENTS) | {"sgmcmc"}
+    for cell in bandit:
+        problem = dict(cell.problem)
+        assert (problem["input_dim"], problem["num_actions"], problem["temperature"]) == (50, 1000, 0.1)
+        assert problem["num_steps"] == 50_000 and cell.seeds == tuple(range(20))
+        assert cell.agent_config == ()  # paper defaults: 100-member ensembles
+    assert preset.testbed_sweeps == ("paper2d",) and preset.testbed_seeds == 10
+
+
+def test_testbed_only_agents_come_last_in_the_grid_and_in_the_run_order():
+    preset, cells = _cells("paper")
+    kinds = [(c.kind, c.agent == "sgmcmc") for c in cells]
+    first_sgmcmc = kinds.index(("testbed", True))
+    assert all(is_sgmcmc for _, is_sgmcmc in kinds[first_sgmcmc:first_sgmcmc + 21])
+    ordered = sorted(cells, key=lambda c: _run_order(preset, c), reverse=True)
+    assert [c.agent for c in ordered[-21:]] == ["sgmcmc"] * 21
+    assert all(c.agent != "sgmcmc" for c in ordered[:-21])
+
+
+def test_paper_dims_is_the_paper_preset_at_d_2_and_10_with_the_same_testbed_cells():
+    _, paper = _cells("paper")
+    preset, dims = _cells("paper-dims")
+    settings = {(dict(s)["input_dim"], dict(s)["num_actions"]) for s in preset.bandit_settings}
+    assert settings == {(2, 40), (10, 200)}
+    assert [c.id for c in dims if c.kind == "testbed"] == [c.id for c in paper if c.kind == "testbed"]
+
+
+def test_experiment_file_round_trips_testbed_only_and_refuses_strangers():
+    preset = get_preset("paper")
+    assert preset_from_toml(preset_to_toml(preset)) == preset
+    assert "testbed_only" not in preset_to_toml(get_preset("standard"))
+    text = preset_to_toml(preset).replace('testbed_only = ["sgmcmc"]', 'testbed_only = ["sgmcmcc"]')
+    with pytest.raises(ValueError, match=r"testbed_only names \['sgmcmcc'\], neither among agents"):
+        preset_from_toml(text)
+
+
+def test_an_override_table_for_an_agent_not_in_the_file_is_refused():
+    # Issue 34, R43 / C13 / S18: a typo in an override table was dropped without a word.
+    text = preset_to_toml(get_preset("demo")) + "\n[testbed.overrides.ensembel]\nnum_ensemble = 3\n"
+    with pytest.raises(ValueError, match=r"\[testbed.overrides\] names \['ensembel'\], neither among agents .* nor a registered agent"):
+        preset_from_toml(text)
+
+
+def test_every_core_agent_cell_of_paper2d_is_taken_from_the_stored_baselines(tmp_path):
+    _, cells = _cells("paper")
+    store = ResultsStore(tmp_path / "cells")
+    assert reuse_stored_rows(store, cells) == {"paper2d": 7 * 21}
+    testbed = [c for c in cells if c.kind == "testbed"]
+    assert all(store.is_done(c) == (c.agent != "sgmcmc") for c in testbed)
+    assert not any(store.is_done(c) for c in cells if c.kind == "bandit")
+    cell = testbed[0]
+    payload = json.loads(store.path(cell).read_text())
+    assert payload["source"] == "stored baselines 'paper2d'"
+    assert payload["versions"] == load_baselines("paper2d").meta["versions"]
+    rows = store.load([cell])
+    assert len(rows) == 10 * 2 and set(rows["sweep"]) == {"paper2d"}
+    assert reuse_stored_rows(store, cells) == {}  # nothing left to take: a resumed run writes nothing
+
+
+def test_rows_are_not_reused_for_another_config_seed_set_or_stale_record():
+    stored = load_baselines("paper2d")
+    cell = stored.cells("mlp")[0]
+    assert reusable_rows(stored, cell) is not None
+    assert reusable_rows(stored, dataclasses.replace(cell, agent_config={"num_steps": 10})) is None
+    assert reusable_rows(stored, dataclasses.replace(cell, seeds=(0, 1))) is None
+    assert reusable_rows(stored, Cell("testbed", "mlp", (), cell.problem, cell.seeds, agent_file_sha256="ab" * 32)) is None
+    older = dataclasses.replace(stored, meta={**stored.meta, "versions": {**stored.meta["versions"], "decision-bench": "0.1.0"}})
+    assert reusable_rows(older, cell) is None
+    other_jax = dataclasses.replace(stored, meta={**stored.meta, "versions": {**stored.meta["versions"], "jax": "0.0.1"}})
+    assert reusable_rows(other_jax, cell) is None
+
+
+def test_a_reused_cell_equals_the_cell_computed_now():
+    _, cells = _cells("paper")
+    cell = min((c for c in cells if c.kind == "testbed" and c.agent == "mlp"), key=lambda c: dict(c.problem)["num_train"])
+    reused = reusable_rows(load_baselines("paper2d"), cell)
+    fresh = compute_testbed_cell(cell)
+    assert list(reused["sweep"]) == list(fresh["sweep"])
+    for column in ("seed", "tau", "kl", "kl_stderr", "accuracy", "ece"):
+        # Bit-for-bit on the machine that stored them; rtol 1e-6 only for another CPU's rounding.
+        np.testing.assert_allclose(fresh[column].to_numpy(float), reused[column].to_numpy(float), rtol=1e-6, atol=1e-9)
