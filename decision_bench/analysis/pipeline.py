@@ -69,6 +69,7 @@ from decision_bench._src.extras import FIGURES_SKIPPED, plotting_available
 from decision_bench._src.files import atomic_write_text, check_output_dir, checksum_path, write_results_csv
 from decision_bench.analysis.correlation import (
     MIN_POINTS,
+    MIN_VERDICT_POINTS,
     SKEWED_NOTE,
     CorrelationResult,
     check_num_resamples,
@@ -117,14 +118,15 @@ __all__ = [
     "heavy_tailed_agents",
     "robust_agent_points",
     "render_report",
+    "too_few_for_verdict",
     "verdict",
 ]
 
 # The first eight are the columns every consumer relies on; `level` says which
-# points a row correlates (see LEVELS).
+# points a row correlates (see LEVELS), `verdict` what the report calls it (verdict()).
 CORRELATION_COLUMNS = (
     "metric", "pearson_log", "pearson_ci_low", "pearson_ci_high",
-    "spearman", "spearman_ci_low", "spearman_ci_high", "n", "level",
+    "spearman", "spearman_ci_low", "spearman_ci_high", "n", "level", "verdict",
 )  # fmt: skip
 LEVELS = ("agent_seed", "agent", "agent_seed_relative", "agent_median_regret", "agent_log_regret")
 # The agent levels with a statistic of the per-seed regrets other than the mean: the
@@ -152,7 +154,7 @@ LEVEL_DESCRIPTIONS = {
 }
 # The three verdicts (paper 000's hypothesis is a positive correlation: higher
 # d_KL, higher regret), decided by the 90% bootstrap interval of Pearson (log),
-# and two ways of declining to decide.
+# and three ways of declining to decide (too_few_for_verdict's text is the third).
 POSITIVE = "significantly positive"
 NEGATIVE = "significantly negative (opposite to the papers)"
 INSIGNIFICANT = "not significant"
@@ -218,7 +220,7 @@ def _correlate_level(
 
 def _table(levels: dict[str, dict[str, CorrelationResult]]) -> pd.DataFrame:
     records = [
-        {"metric": metric, **result.as_dict(), "level": level}
+        {"metric": metric, **result.as_dict(), "level": level, "verdict": verdict(result)}
         for level, results in levels.items()
         for metric, result in results.items()
     ]
@@ -326,16 +328,27 @@ def heavy_tail_section(agents: pd.DataFrame | None) -> list[str]:
     return lines
 
 
+def too_few_for_verdict(n: int) -> str:
+    """The verdict of a correlation over fewer than MIN_VERDICT_POINTS points."""
+    return f"too few points for a verdict (n = {int(n)} < {MIN_VERDICT_POINTS})"
+
+
 def verdict(result: CorrelationResult) -> str:
-    """POSITIVE, NEGATIVE, INSIGNIFICANT, UNDECIDED or SKEWED from the 90% interval of Pearson (log).
+    """POSITIVE, NEGATIVE, INSIGNIFICANT, UNDECIDED or SKEWED from the 90% interval of Pearson (log),
+    or too_few_for_verdict(n) below MIN_VERDICT_POINTS points.
 
     The papers' hypothesis is a positive correlation (higher d_KL, higher regret).
     The rule: significant when the interval excludes 0 AND contains the point
     estimate. An interval that excludes its own estimate comes from a skewed
     bootstrap distribution (few or tied points); it says little about the sign, so
     it gives SKEWED (undecided), never a significance, whichever side 0 is on.
-    An undefined interval (too few finite resamples) gives UNDECIDED.
+    An undefined interval (too few finite resamples) gives UNDECIDED. Fewer than
+    MIN_VERDICT_POINTS points decide nothing whatever the interval: most resamples
+    of 3 or 4 points hold at most two distinct ones, whose correlation is +-1
+    (correlation module doc).
     """
+    if result.n < MIN_VERDICT_POINTS:
+        return too_few_for_verdict(result.n)
     low, high = result.pearson_ci_low, result.pearson_ci_high
     if not (np.isfinite(low) and np.isfinite(high)):
         return UNDECIDED
@@ -394,7 +407,9 @@ def _level_summary(level: str, results: dict[str, CorrelationResult]) -> str:
     sentence = f"{LEVEL_TITLES[level]} (n = {n} {unit}): " + "; ".join(parts) + "."
     if "dkl_10" in results and "dkl_1" in results:
         joint, marginal = verdict(results["dkl_10"]), verdict(results["dkl_1"])
-        if joint == POSITIVE and marginal != POSITIVE:
+        if results["dkl_10"].n < MIN_VERDICT_POINTS:
+            pass  # no verdict, so nothing to compare with paper 000
+        elif joint == POSITIVE and marginal != POSITIVE:
             sentence += " This agrees with paper 000 (Figs. 8 and 9: joint significant, marginal not)."
         elif joint != POSITIVE:
             sentence += " This does not reproduce paper 000's Fig. 9 (joint significantly positive)."
@@ -430,6 +445,11 @@ def headline(levels: dict[str, dict[str, CorrelationResult]]) -> str:
         return text + "This run reproduces the papers' headline: joint prediction quality predicts regret, marginal does not."
     if j == POSITIVE:
         return text + "Joint quality predicts regret, but so does marginal quality: only half of the papers' headline."
+    if joint.n < MIN_VERDICT_POINTS:
+        return text + (
+            f"Too few points to say whether this run shows the papers' headline: a verdict needs at least "
+            f"{MIN_VERDICT_POINTS} (a bootstrap of fewer is mostly resamples of one or two distinct points)."
+        )
     return text + (
         "This run does NOT show the papers' headline (d_KL^10 significantly positively correlated with regret); "
         "see the per-agent table for which agents break the ordering."
@@ -497,7 +517,9 @@ def render_report(
         "The papers' hypothesis is a positive correlation: agents with higher testbed d_KL (worse predictions) "
         "have higher bandit regret. A correlation is called significantly positive or significantly negative "
         f"when the 90% bootstrap interval of Pearson (log) excludes 0 (5th-95th percentiles of {num_resamples} "
-        f"resamples of the points, seed {seed}) and contains the point estimate, and not significant otherwise. "
+        f"resamples of the points, seed {seed}) and contains the point estimate, and not significant otherwise; "
+        f"with fewer than {MIN_VERDICT_POINTS} points it gets no verdict (most bootstrap resamples of 3 or 4 "
+        "points hold at most two distinct ones, whose correlation is +-1 whatever the data). "
         f"An interval that excludes its own estimate is marked \"{SKEWED_NOTE}\": with few or tied points the "
         "bootstrap distribution is skewed, and such a row is undecided whichever side of 0 it lies. An interval "
         f"needs {min_resamples()} finite resamples (10 beyond each bound); with fewer it is nan and undecided. "
