@@ -4,8 +4,9 @@ and a success leaves only the new set.
 `staged_outputs(directory)` yields a fresh hidden folder inside `directory`.
 Everything is written there first (each file with `_src.files.atomic_write`);
 only when the block ends without an exception are the outputs of the previous
-analysis (`owned_outputs`: the names `analyze` writes, which it alone owns in a
-results directory) removed, report.md first, and each new file moved into
+analysis (`owned_outputs`: the exact names `analyze` can write, which it alone
+owns in a results directory; never a pattern, so a user's
+robustness_plot_for_paper.png beside them is kept) removed, report.md first, and each new file moved into
 `directory` (``os.replace``: atomic per file, same file system), the files named
 in `last` at the end. So a figure the new data no longer produces is not left
 beside a report that says it was skipped. On any exception the staging folder
@@ -18,12 +19,13 @@ no longer runs (kill -9) is removed when the next analysis starts.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator, Sequence
+
+from decision_bench.analysis.robustness_outputs import HEATMAP_NAMES
 
 __all__ = ["OWNED_OUTPUTS", "owned_outputs", "remove_stale_stages", "staged_outputs"]
 
@@ -37,17 +39,17 @@ _TABLES = (
     "correlations.csv", "joined.csv", "joined_agents.csv", "table2.csv", "regret_by_dimension.csv",
     "fidelity.csv", "fidelity_correlations.csv", "robustness_summary.csv", "robustness_matrices.csv",
 )  # fmt: skip
-# What `analyze` writes into a results directory (names or fnmatch patterns): the
-# tables with their checksum files, the figures in both formats, the robustness
-# heat maps (robustness_<group>_<metric>_<method>.png) and the report.
-OWNED_OUTPUTS = (
+# What `analyze` can write into a results directory, by exact name (a pattern would
+# also match a user's own files): the tables with their checksum files, the figures in
+# both formats, the robustness heat maps (robustness_<group>_<metric>_<method>.png
+# for the known groups, metrics and methods) and the report.
+OWNED_OUTPUTS = frozenset((
     "report.md",
     *_TABLES,
     *(f"{name}.sha256" for name in _TABLES),
     *(f"{stem}.{fmt}" for stem in _FIGURES for fmt in ("png", "pdf")),
-    "robustness_*_*_*.png",
-    "robustness_*_*_*.pdf",
-)
+    *HEATMAP_NAMES,
+))
 
 
 def owned_outputs(directory: str | os.PathLike) -> list[Path]:
@@ -56,7 +58,7 @@ def owned_outputs(directory: str | os.PathLike) -> list[Path]:
     found = [
         path
         for path in directory.iterdir()
-        if path.is_file() and any(fnmatch.fnmatchcase(path.name, pattern) for pattern in OWNED_OUTPUTS)
+        if path.name in OWNED_OUTPUTS and path.is_file()
     ]
     return sorted(found, key=lambda path: (path.name != "report.md", path.name))
 

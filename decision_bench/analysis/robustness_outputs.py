@@ -59,6 +59,8 @@ from decision_bench.analysis.robustness import (
 
 __all__ = [
     "DEFAULT_MODEL",
+    "HEATMAP_NAMES",
+    "MODEL_GROUPS",
     "RobustnessOutputs",
     "family_label",
     "main_slice",
@@ -74,6 +76,13 @@ DEFAULT_HIDDEN = "50-50"
 DEFAULT_MODEL = "relu-w50"
 METHOD_NAMES = {"pearson_log": "Pearson (log)", "spearman": "Spearman"}
 METRIC_TEXT = {"dkl_1": "d_KL^1", "dkl_10": "d_KL^10", "dkl_10_kappa2": "d_KL^{10,kappa=2}", "regret": "regret"}
+MODEL_GROUPS = ("activation", "width", "all")  # model_groups' names, in its order
+# Every heat map robustness_outputs can write (it writes .png; .pdf: older versions'):
+# the only robustness_* figures an analysis may remove from a results directory.
+HEATMAP_NAMES = tuple(
+    f"robustness_{group}_{metric}_{method}.{fmt}"
+    for group in MODEL_GROUPS for metric in SCORE_METRICS for method in CORRELATION_METHODS for fmt in ("png", "pdf")
+)  # fmt: skip
 GROUP_TEXT = {
     "activation": "activations at hidden sizes 50-50 (paper 000 Fig. 10)",
     "width": "relu at several widths (paper 000 Fig. 11)",
@@ -159,15 +168,16 @@ def model_groups(models: pd.DataFrame) -> dict[str, list[str]]:
     """{group: models} from a frame with columns model, _activation, _hidden (module doc)."""
     meta = models.drop_duplicates("model")
     meta = meta[meta["_activation"] != ""]
+    activation, width, every = MODEL_GROUPS
     groups = {
-        "activation": list(meta.loc[meta["_hidden"] == DEFAULT_HIDDEN, "model"]),
-        "width": list(meta.loc[meta["_activation"] == DEFAULT_ACTIVATION, "model"]),
+        activation: list(meta.loc[meta["_hidden"] == DEFAULT_HIDDEN, "model"]),
+        width: list(meta.loc[meta["_activation"] == DEFAULT_ACTIVATION, "model"]),
     }
     groups = {name: members for name, members in groups.items() if len(members) >= 2}
     covered = {m for members in groups.values() for m in members}
     everything = list(meta["model"])
     if len(everything) >= 2 and not set(everything) <= covered:
-        groups["all"] = everything
+        groups[every] = everything
     return groups
 
 

@@ -89,6 +89,20 @@ def test_analyze_removes_the_outputs_of_a_previous_analysis_it_no_longer_writes(
     assert set(result.figures) <= set(owned_outputs(tmp_path))
 
 
+def test_analyze_keeps_a_users_file_named_like_its_outputs(tmp_path):
+    _handmade(tmp_path)
+    # Names a glob such as robustness_*_*_*.png would match, but no analysis writes.
+    users = ["robustness_plot_for_paper.png", "robustness_width_dkl_10_kendall.png", "fig2_normalised_kl_v2.png"]
+    for name in users:
+        (tmp_path / name).write_bytes(b"the user's")
+    stale = "robustness_activation_regret_pearson_log.png"  # a heat map an earlier analysis wrote
+    (tmp_path / stale).write_bytes(b"from an earlier run")
+    with pytest.warns(RuntimeWarning):
+        analyze(tmp_path, num_resamples=200)
+    assert all((tmp_path / name).read_bytes() == b"the user's" for name in users)
+    assert not (tmp_path / stale).exists()
+
+
 def test_staging_folders_of_dead_processes_are_removed_and_live_ones_kept(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()
