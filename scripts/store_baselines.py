@@ -20,20 +20,25 @@ recomputes a sample of their rows.
 import argparse
 import sys
 
-from decision_bench.experiments.baselines import STORED_DIR, load_baselines, store_baselines
+from decision_bench.experiments.baselines import NAME_RULE, STORED_DIR, load_baselines, store_baselines
+from decision_bench.experiments.store import CorruptCellFile
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", help="the folders of finished decision-bench testbed runs")
-    parser.add_argument("name", help="the baselines' name, e.g. the sweep's (standard, paper2d)")
+    parser.add_argument("name", help=f"the baselines' name, e.g. the sweep's (standard, paper2d): {NAME_RULE}")
     parser.add_argument(
         "--command", required=True, action="append",
         help="the command that made each run, recorded as is (once per run folder, in their order)",
     )
     parser.add_argument("--folder", default=str(STORED_DIR), help="where to store (default: the package's)")
     args = parser.parse_args()
-    path = store_baselines(args.run_dirs, args.folder, args.name, args.command)
+    try:
+        path = store_baselines(args.run_dirs, args.folder, args.name, args.command)
+    except (ValueError, CorruptCellFile) as error:  # an unfinished run, a bad name: one line, nothing stored
+        print(f"store_baselines.py: error: {error}", file=sys.stderr)
+        return 2
     stored = load_baselines(path)
     seconds = {a: r["wall_seconds"] for a, r in stored.meta["agents"].items()}
     print(f"stored {len(stored.rows)} rows of {', '.join(stored.agents)} in {path}; wall seconds {seconds}")

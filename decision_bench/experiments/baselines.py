@@ -27,12 +27,18 @@ import dataclasses
 import datetime
 import io
 import json
+import os
+import re
+import shutil
+import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from decision_bench._src.files import atomic_write_text, verify_results_file, write_results_csv
+from decision_bench._src.files import atomic_write_text, checksum_path, verify_results_file, write_results_csv
+from decision_bench._src.rundir import read_manifest
 from decision_bench._src.versions import environment_info, stale_versions
 from decision_bench.experiments.cells import Cell, agent_fingerprint
 from decision_bench.experiments.store import CorruptCellFile, ResultsStore
@@ -41,6 +47,10 @@ STORED_DIR = Path(__file__).resolve().parent / "baselines"
 FORMAT = "decision-bench-baselines/1"
 # The package whose version decides whether stored rows are this code's rows.
 PACKAGE = "decision-bench"
+# A stored name is a plain file name in the folder (NAME.csv, NAME.json): no path
+# separator, no "..", no leading "." (hidden, and the staging folders' prefix).
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+NAME_RULE = "letters, digits, '_', '.', '+' and '-', starting with a letter or digit"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,14 +168,56 @@ def library_differences(baselines: Baselines) -> str | None:
     return stale_versions(recorded)
 
 
+def _planned_agents(run_dir: Path) -> list[str]:
+    """The agents a testbed run was started with, from its manifest (written when the
+    run starts: --agents, or a --config file's agents); [] without one."""
+    arguments = (read_manifest(run_dir) or {}).get("arguments") or {}
+    agents = arguments.get("--agents") or (arguments.get("--config") or {}).get("agents") or []
+    return [str(a) for a in agents]
+
+
+def _agent_of(cell_id: str, agents: Sequence[str]) -> str | None:
+    """The agent of a cell id ("testbed-<agent>-..."), among ``agents``; None if none."""
+    named = [a for a in agents if cell_id.startswith(f"testbed-{re.sub(r'[^A-Za-z0-9_.=+-]+', '_', a)}-")]
+    return max(named, key=len) if named else None
+
+
+def _check_finished(run_dir: Path, found: Counter, listed_missing: Sequence[str] | None) -> None:
+    """ValueError, one line naming the folder, each agent's finished problems and the
+    agents short of problems, unless the run finished: its testbed.json (written after
+    the last cell) exists and every cell it lists has a verified file (``listed_missing``
+    empty). The agents are those the run was started with (its manifest) and those with cells."""
+    if listed_missing is not None and not listed_missing:
+        return
+    agents = list(dict.fromkeys([*_planned_agents(run_dir), *found]))
+    missing = Counter(_agent_of(cell_id, agents) for cell_id in listed_missing or ())
+    total = max((found[a] + missing[a] for a in agents), default=0)
+    short = [a for a in agents if found[a] < total or not total]
+    why = "no testbed.json, which a run writes after its last cell" if listed_missing is None else (
+        f"{len(listed_missing)} cells its testbed.json lists have no finished cell file"
+    )
+    done = ", ".join(f"{a} {found[a]} of {total}" for a in agents) if total else "none"
+    raise ValueError(
+        f"run folder {str(run_dir)!r} is unfinished ({why}); problems done per agent: {done}"
+        f"{'; missing problems: ' + ', '.join(short) if short else ''}; finish the run (its command "
+        "again resumes it) before storing it"
+    )
+
+
 def _run_cells(run_dir: Path) -> tuple[list, dict, dict]:
     """A finished testbed run's verified cells in the run's own order, each cell's
-    creation time, and the run's package versions (one version per run, else ValueError)."""
+    creation time, and the run's package versions (one version per run, else ValueError).
+    A run still in progress, or stopped before its end, is refused (_check_finished):
+    stored baselines must hold every problem of every agent."""
     store = ResultsStore(run_dir / "cells")
     paths = sorted(store.directory.glob("*.json"))
     record = run_dir / "testbed.json"
+    listed_missing = None
     if record.is_file():  # the run's own cell order (agents as given on its command line)
-        order = {cell_id: i for i, cell_id in enumerate(json.loads(record.read_text(encoding="utf-8"))["cells"])}
+        listed = json.loads(record.read_text(encoding="utf-8"))["cells"]
+        order = {cell_id: i for i, cell_id in enumerate(listed)}
+        on_disk = {p.stem for p in paths}
+        listed_missing = [cell_id for cell_id in listed if cell_id not in on_disk]
         paths = [p for p in paths if p.stem in order]
         paths.sort(key=lambda p: order[p.stem])
     cells, created, versions, fingerprints = [], {}, None, {}
@@ -182,6 +234,7 @@ def _run_cells(run_dir: Path) -> tuple[list, dict, dict]:
         if payload["versions"].get(PACKAGE) != versions.get(PACKAGE):
             raise ValueError(f"{str(run_dir)!r} mixes cells of {PACKAGE} versions")
         fingerprints.setdefault(cell.agent, payload["agent_fingerprint"])
+    _check_finished(run_dir, Counter(cell.agent for cell, _ in cells), listed_missing)
     if not cells:
         raise ValueError(f"{str(run_dir)!r} holds no finished testbed cells")
     return cells, created, {"versions": versions, "fingerprints": fingerprints}
@@ -226,7 +279,17 @@ def store_baselines(
       run later, in another); command: the command that made each run, in the same order.
     Every agent must have run on the same problems (cells that differ only in the
     agent), and no agent may be in two runs; the rows are taken from the verified
-    cell files, in run order and each run's cell order."""
+    cell files, in run order and each run's cell order. A run folder that is not
+    finished (no testbed.json, or an agent short of problems) is refused, naming the
+    agents that are missing problems.
+
+    name: a plain file name (NAME_PATTERN), refused otherwise before anything is read.
+    The files are written into a staging folder inside ``folder`` first; then the old
+    NAME.json is removed (the set is invisible to load_baselines from here on), the
+    checksum file and the CSV moved into place, and NAME.json last: an interruption
+    leaves the previous set whole, or no set, never a NAME.json beside other rows."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise ValueError(f"the baselines' name must be a plain file name ({NAME_RULE}), got {name!r}")
     run_dirs = [Path(run_dir)] if isinstance(run_dir, (str, Path)) else [Path(r) for r in run_dir]
     commands = [command] if isinstance(command, str) else list(command)
     if len(commands) != len(run_dirs):
@@ -254,9 +317,6 @@ def store_baselines(
     rows = pd.concat([store.read(c) for c, store in ordered], ignore_index=True)
     for agent in agents:
         per_agent[agent]["rows"] = int((rows["agent"] == agent).sum())
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    write_results_csv(folder / f"{name}.csv", rows)
     meta = {
         "format": FORMAT,
         "name": name,
@@ -270,7 +330,21 @@ def store_baselines(
             ((c.problem, c.seeds) for c, _ in ordered if c.agent == agents[0])
         ],
     }
-    return atomic_write_text(folder / f"{name}.json", json.dumps(meta, indent=1) + "\n")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    csv_name, json_name = f"{name}.csv", f"{name}.json"
+    # Hidden and ending in .tmp: stored_names (*.json) never sees it; kill -9 may leave it.
+    stage = Path(tempfile.mkdtemp(dir=folder, prefix=f".{name}.", suffix=".tmp"))
+    try:
+        write_results_csv(stage / csv_name, rows)
+        atomic_write_text(stage / json_name, json.dumps(meta, indent=1) + "\n")
+        (folder / json_name).unlink(missing_ok=True)
+        sidecar = checksum_path(stage / csv_name).name
+        for moved in (sidecar, csv_name, json_name):  # NAME.json, which makes the set visible, last
+            os.replace(stage / moved, folder / moved)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return folder / json_name
 
 
 # The problem keys a run's testbed cell may carry beyond a stored problem's: the sweep

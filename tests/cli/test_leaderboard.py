@@ -1,6 +1,11 @@
 """decision-bench leaderboard: stored baselines, paired on the very same problems."""
 
 import json
+import os
+import runpy
+import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -170,3 +175,89 @@ def test_baselines_from_runs_on_other_problems_are_refused(stored, tmp_path):
     assert cli_main(["testbed", "--agents", "uniform", *grid, "--out", str(other)]) == 0
     with pytest.raises(ValueError, match="ran on other problems"):
         store_baselines([stored.parent.parent / "run", other], tmp_path / "stored", "mixed", ["a", "b"])
+
+
+def _copy_run(stored, tmp_path):
+    """A copy of the fixture's finished mlp run (2 problems), to damage."""
+    run = tmp_path / "run"
+    shutil.copytree(stored.parent.parent / "run", run)
+    return run
+
+
+def _store_script(monkeypatch, argv):
+    """scripts/store_baselines.py's main() run with ``argv``."""
+    main = runpy.run_path(str(Path(__file__).parents[2] / "scripts" / "store_baselines.py"), run_name="script")["main"]
+    monkeypatch.setattr(sys, "argv", ["store_baselines.py", *argv])
+    return main()
+
+
+def test_a_run_whose_second_agent_has_not_finished_is_refused_naming_it(stored, tmp_path, monkeypatch, capsys):
+    # A run started with mlp and uniform, stopped (or still running) before uniform's
+    # first cell: its manifest names both agents, and it has no testbed.json yet.
+    run = _copy_run(stored, tmp_path)
+    (run / "testbed.json").unlink()
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    manifest["arguments"]["--agents"] = ["mlp", "uniform"]
+    (run / "run_manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError) as error:
+        store_baselines(run, tmp_path / "stored", "partial", "a command")
+    message = str(error.value)
+    assert message.startswith(f"run folder {str(run)!r} is unfinished (no testbed.json")
+    assert "problems done per agent: mlp 2 of 2, uniform 0 of 2; missing problems: uniform;" in message
+    assert "\n" not in message and not (tmp_path / "stored").exists()
+    assert _store_script(monkeypatch, [str(run), "partial", "--command", "c", "--folder", str(tmp_path / "s")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.strip() == f"store_baselines.py: error: {message}"
+
+
+def test_a_run_missing_a_listed_cell_is_refused(stored, tmp_path):
+    run = _copy_run(stored, tmp_path)
+    listed = json.loads((run / "testbed.json").read_text())["cells"]
+    (run / "cells" / f"{listed[0]}.json").unlink()
+    with pytest.raises(ValueError, match=r"is unfinished \(1 cells its testbed.json lists have no finished cell "
+                       r"file\); problems done per agent: mlp 1 of 2; missing problems: mlp;"):
+        store_baselines(run, tmp_path / "stored", "partial", "a command")
+
+
+@pytest.mark.parametrize("name", ["../x", "sub/x", "ABSOLUTE", ".hidden", "", "a\\b", "x y"])
+def test_a_name_that_is_not_a_plain_file_name_is_refused(stored, tmp_path, name):
+    folder = tmp_path / "deep" / "stored"
+    name = str(tmp_path / "deep" / "x") if name == "ABSOLUTE" else name  # an absolute path, kept inside tmp_path
+    with pytest.raises(ValueError, match=r"^the baselines' name must be a plain file name \(letters, digits") as error:
+        store_baselines(stored.parent.parent / "run", folder, name, "a command")
+    assert repr(name) in str(error.value) and not (tmp_path / "deep").exists()
+
+
+def test_an_interrupted_store_leaves_the_old_set_or_none_never_a_mix(stored, tmp_path, monkeypatch):
+    run = stored.parent.parent / "run"
+    folder = tmp_path / "stored"
+    first = load_baselines(store_baselines(run, folder, "tiny", "first command"))
+
+    def interrupt_at(target):
+        replace = os.replace
+
+        def flaky(src, dst):
+            if Path(dst) == folder / target:  # the move into place, not a write in the staging folder
+                raise KeyboardInterrupt
+            replace(src, dst)
+
+        monkeypatch.setattr(baselines_module.os, "replace", flaky)
+
+    interrupt_at("tiny.csv")  # the new files are written, the old NAME.json already removed
+    with pytest.raises(KeyboardInterrupt):
+        store_baselines(run, folder, "tiny", "second command")
+    monkeypatch.undo()
+    assert sorted(p.name for p in folder.iterdir()) == ["tiny.csv", "tiny.csv.sha256"]  # no set, no staging left
+    assert load_baselines(store_baselines(run, folder, "tiny", "third command")).meta["command"] == "third command"
+
+    def interrupted(path, text):
+        raise KeyboardInterrupt
+
+    # While the new NAME.json is written, before anything moves: the old set stands.
+    monkeypatch.setattr(baselines_module, "atomic_write_text", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store_baselines(run, folder, "tiny", "fourth command")
+    monkeypatch.undo()
+    kept = load_baselines(folder / "tiny.json")
+    assert kept.meta["command"] == "third command"
+    pd.testing.assert_frame_equal(kept.rows, first.rows)
