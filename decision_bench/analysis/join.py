@@ -258,12 +258,38 @@ def bandit_final_regret(bandit: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _configs(frame: pd.DataFrame) -> dict[str, set[str]]:
+    if "agent_config" not in frame.columns or frame.empty:
+        return {}
+    labels = frame["agent_config"].fillna("").astype(str)
+    return {str(a): set(v) for a, v in labels.groupby(frame["agent"].astype(str))}
+
+
+def warn_config_mismatch(testbed: pd.DataFrame, bandit: pd.DataFrame) -> list[str]:
+    """Warns, one line per agent, when an agent's testbed rows and bandit rows name
+    different overrides in their agent_config columns (a 3-member "ensemble" on the
+    testbed joined with a 5-member one in the bandit); returns the agents. A table
+    without the column says nothing of its configs and is not compared."""
+    tested, played = _configs(testbed), _configs(bandit)
+    mismatched = sorted(a for a in set(tested) & set(played) if tested[a] != played[a])
+    for agent in mismatched:
+        shown = lambda labels: " | ".join(sorted(repr(label or "defaults") for label in labels))  # noqa: E731
+        warnings.warn(
+            f"agent {agent!r} ran with {shown(tested[agent])} on the testbed but {shown(played[agent])} "
+            "in the bandit; its points join two configurations under one name",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return mismatched
+
+
 def join_regret(testbed: pd.DataFrame, bandit: pd.DataFrame, metrics: Sequence[str] = tuple(METRICS)) -> pd.DataFrame:
     """Joins testbed metrics with bandit regret per (agent, seed) (see module doc).
 
     Returns the long table: metric, agent, seed, kl, regret, seed_matched.
     Metrics without testbed rows contribute no rows.
     """
+    warn_config_mismatch(testbed, bandit)
     regret = bandit_final_regret(bandit)
     regret = regret.assign(agent=regret["agent"].astype(str))
     pieces = []

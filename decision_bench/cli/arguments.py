@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from decision_bench.agents import Agent, registry
 from decision_bench.experiments.agent_files import AgentFile
+from decision_bench.experiments.cells import config_label
 from decision_bench.specs import ProblemSpec
 
 
@@ -143,5 +144,5 @@ def _check_values(agent: str, values: dict[str, Any], files: dict[str, AgentFile
 
 def settings_label(values: dict[str, Any]) -> str:
     """{"num_ensemble": 3, "l2": 0.5} -> "l2=0.5 num_ensemble=3": an agent's --set
-    values as the rows' agent_config column shows them."""
-    return " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in sorted(values.items()))
+    values as the rows' agent_config column shows them (``experiments.cells.config_label``)."""
+    return config_label(values)

@@ -158,6 +158,14 @@ class Cell:
         return f"{slug}-{digest}"
 
 
+def config_label(values: Mapping[str, Any]) -> str:
+    """{"num_ensemble": 3, "l2": 0.5} -> "l2=0.5 num_ensemble=3": an agent's overrides
+    as the results files' agent_config column shows them ("" for the defaults)."""
+    return " ".join(
+        f"{k}={','.join(map(str, v)) if isinstance(v, (tuple, list)) else v}" for k, v in sorted(dict(values).items())
+    )
+
+
 def agent_fingerprint(cell: Cell) -> str | None:
     """A short hash of what defines the cell's agent beyond its name and overrides:
     the agent file's SHA-256 for a user's agent; for a registered agent, its

@@ -38,7 +38,7 @@ from decision_bench.evaluation.sweeps import DEFAULT_ACTIVATION, DEFAULT_HIDDEN_
 from decision_bench.experiments.agent_files import AgentFile, current_make_agent, file_fingerprint, read_agent_files
 from decision_bench.experiments.agent_files import load_agent_file  # noqa: F401 - its home before agent_files.py
 from decision_bench.experiments.baselines import load_baselines, reusable_rows, reuse_stored_rows, stored_names
-from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.cells import Cell, config_label
 from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.estimate import cell_seconds
 from decision_bench.experiments.presets import PRESET_NAMES, Preset, _items, get_preset, testbed_sweep
@@ -114,6 +114,19 @@ def bandit_rows(cells_and_rows) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def with_agent_config(frame: pd.DataFrame, cells) -> pd.DataFrame:
+    """``frame`` (rows of ``cells``, one kind) with an agent_config column after agent:
+    each agent's overrides (a preset's, an experiment file's or --set values; ""
+    for its defaults), when any cell of the run has one, so a 30-member "ensemble" is
+    never read as the 100-member one; rows of runs without keep their columns."""
+    labels = {c.agent: config_label(dict(c.agent_config)) for c in cells}
+    if frame.empty or "agent_config" in frame.columns or not any(labels.values()):
+        return frame
+    frame = frame.copy()
+    frame.insert(frame.columns.get_loc("agent") + 1, "agent_config", frame["agent"].map(labels).fillna(""))
+    return frame
+
+
 def _both(first: Callable, second: Callable | None) -> Callable:
     if second is None:
         return first
@@ -154,10 +167,12 @@ class GrowingTables:
     def cell_done(self, cell: Cell, rows: pd.DataFrame) -> None:
         self.rows[cell.id] = rows
         finished = self._finished(cell.kind)
+        kind_cells = [c for c in self.cells if c.kind == cell.kind]
         if cell.kind == "testbed":
-            write_results_csv(self.out / "testbed.csv", concat_tables([r for _, r in finished]))
+            table = with_agent_config(concat_tables([r for _, r in finished]), kind_cells)
+            write_results_csv(self.out / "testbed.csv", table)
         else:
-            write_results_csv(self.out / "bandit.csv", bandit_rows(finished))
+            write_results_csv(self.out / "bandit.csv", with_agent_config(bandit_rows(finished), kind_cells))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -389,8 +404,10 @@ def run_preset(
             # the testbed-only agents' cells (no headline point waits for them) after all others.
             cost=functools.partial(_run_order, preset),
         )
-        testbed = store.load([c for c in cells if c.kind == "testbed"])
-        bandit = bandit_table(store, [c for c in cells if c.kind == "bandit"])
+        testbed_cells = [c for c in cells if c.kind == "testbed"]
+        bandit_cells = [c for c in cells if c.kind == "bandit"]
+        testbed = with_agent_config(store.load(testbed_cells), testbed_cells)
+        bandit = with_agent_config(bandit_table(store, bandit_cells), bandit_cells)
         write_results_csv(out / "testbed.csv", testbed)
         write_results_csv(out / "bandit.csv", bandit)
         run_info = {
