@@ -35,6 +35,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import hashlib
+import re
 import sys
 from pathlib import Path
 
@@ -276,8 +278,20 @@ def _legacy_difference(out: Path, agents: tuple[str, ...]) -> str | None:
     return None if not saved or saved == now else f"saved agents {saved}, now {now}"
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]*")
+
+
 def _safe_name(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name.replace("+", "_plus"))
+    """The checkpoint folder of agent ``name``, one per name (injective): a plain name
+    (letters, digits, "." "+" "-", starting with a letter or digit, as every registered
+    agent's) keeps the folder it always had ("ensemble+" -> "ensemble_plus"), which never
+    starts with "_"; any other name ("ensemble_plus", "a b", "..") gets "_", its
+    characters made safe and a hash of the name itself, so two names that read alike
+    ("ensemble+" and "ensemble_plus") never share a folder, and none leaves ``checkpoints/``."""
+    if _PLAIN_NAME.fullmatch(name):
+        return name.replace("+", "_plus")
+    readable = "".join(c if c.isalnum() or c in "-." else "_" for c in name)[:40]
+    return f"_{readable}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:16]}"
 
 
 def run_command(args: argparse.Namespace) -> int:
