@@ -33,6 +33,8 @@ from __future__ import annotations
 import argparse
 import functools
 import io
+import sys
+from pathlib import Path
 
 import pandas as pd
 
@@ -45,7 +47,9 @@ from decision_bench.analysis.leaderboard import markdown, paired_differences, sc
 from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
 from decision_bench.cli.testbed import run_command_cells
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, describe_testbed_cell
-from decision_bench.experiments.baselines import library_differences, load_baselines, stale_reasons, stored_names
+from decision_bench.experiments.baselines import (
+    STORED_DIR, library_differences, load_baselines, stale_reasons, stored_names,
+)
 from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.experiments.store import ResultsStore
 
@@ -79,17 +83,28 @@ def register(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _list() -> int:
-    for name in stored_names():
-        stored = load_baselines(name)
+def _list(folder: Path | None = None) -> int:
+    """Prints each baselines set stored in ``folder`` (the package's by default). A
+    .json file there that is not a readable baselines record (a stray file, a set
+    being edited) is skipped with one line on stderr naming it and why: it must not
+    hide the sets that are stored."""
+    folder = STORED_DIR if folder is None else Path(folder)
+    names = stored_names(folder)
+    for name in names:
+        path = folder / f"{name}.json"
+        try:
+            stored = load_baselines(path)
+        except ValueError as error:
+            print(f"note: skipped {str(path)!r}: {str(error).splitlines()[0]}", file=sys.stderr)
+            continue
         problems = sum(len(seeds) for _, seeds in stored.problems)
         reasons = stale_reasons(stored)
         print(
             f"{name}: {len(stored.agents)} agents ({', '.join(stored.agents)}) on {len(stored.problems)} "
-            f"settings, {problems} problems; made by: {stored.meta['command']}"
+            f"settings, {problems} problems; made by: {stored.meta.get('command', 'unknown')}"
             + (f"; stale: {', '.join(sorted(reasons))}" if reasons else "")
         )
-    if not stored_names():
+    if not names:
         print("no stored baselines")
     return 0
 

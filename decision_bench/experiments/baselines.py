@@ -106,6 +106,29 @@ def _json_path(name_or_path: str | Path) -> tuple[str, Path]:
     )
 
 
+def _check_record(path: Path, meta: Mapping[str, Any]) -> None:
+    """One line naming the file unless the record holds at least one agent (a mapping
+    of names) and at least one problem (a list of {"problem", "seeds"} entries): every
+    use takes the first agent's or the first problem's cells, so an empty one would
+    fail later with an IndexError naming nothing."""
+    agents, problems = meta.get("agents"), meta.get("problems")
+    if not isinstance(agents, dict) or not agents:
+        raise ValueError(
+            f"baselines file {str(path)!r} names no agents: its \"agents\" must map at least one agent "
+            f"to its record, got {agents!r}"
+        )
+    if not isinstance(problems, list) or not problems:
+        raise ValueError(
+            f"baselines file {str(path)!r} holds no problems: its \"problems\" must list at least one "
+            f"{{\"problem\": ..., \"seeds\": [...]}} entry, got {problems!r}"
+        )
+    if not all(isinstance(e, dict) and "problem" in e and "seeds" in e for e in problems):
+        raise ValueError(
+            f"baselines file {str(path)!r} has a malformed problem: each entry of \"problems\" must be "
+            "{\"problem\": ..., \"seeds\": [...]}"
+        )
+
+
 def load_baselines(name_or_path: str | Path) -> Baselines:
     """The stored baselines ``name_or_path`` (a name of ``stored_names()`` or a path to a
     ``NAME.json`` beside its ``NAME.csv``), verified: the CSV's checksum sidecar, and
@@ -117,6 +140,7 @@ def load_baselines(name_or_path: str | Path) -> Baselines:
         raise ValueError(f"baselines file {str(path)!r} cannot be read: {error}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"baselines file {str(path)!r} is not a {FORMAT} record")
+    _check_record(path, meta)
     csv_path = path.with_suffix(".csv")
     try:
         data = csv_path.read_bytes()
@@ -125,10 +149,13 @@ def load_baselines(name_or_path: str | Path) -> Baselines:
     if verify_results_file(csv_path, data) is None:
         raise ValueError(f"baselines file {str(csv_path)!r} has no checksum file beside it: not verifiable")
     rows = pd.read_csv(io.BytesIO(data))
-    problems = tuple(
-        (Cell("testbed", "_", (), entry["problem"], tuple(entry["seeds"])).problem, tuple(entry["seeds"]))
-        for entry in meta["problems"]
-    )
+    try:
+        problems = tuple(
+            (Cell("testbed", "_", (), entry["problem"], tuple(entry["seeds"])).problem, tuple(entry["seeds"]))
+            for entry in meta["problems"]
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"baselines file {str(path)!r} has a malformed problem ({type(error).__name__}: {error})") from None
     missing = sorted(set(meta["agents"]) - set(rows["agent"]))
     if missing:
         raise ValueError(f"baselines file {str(csv_path)!r} has no rows for {missing}")

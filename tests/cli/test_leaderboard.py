@@ -151,6 +151,19 @@ def test_stored_names_lists_json_records(tmp_path):
     assert baselines_module.stored_names(tmp_path) == ("standard",)
 
 
+def test_list_skips_a_stray_json_file_with_one_line_naming_it(stored, tmp_path, capsys):
+    from decision_bench.cli.leaderboard import _list
+
+    for suffix in (".json", ".csv", ".csv.sha256"):
+        shutil.copy(f"{stored.with_suffix('')}{suffix}", tmp_path / f"tiny{suffix}")
+    (tmp_path / "notes.json").write_text('{"todo": "rerun"}')
+    assert _list(tmp_path) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("tiny: 1 agents (mlp)")  # the stored set is still listed
+    note = captured.err.strip().splitlines()
+    assert len(note) == 1 and str(tmp_path / "notes.json") in note[0] and "not a" in note[0]
+
+
 def test_baselines_stored_from_two_runs_hold_both_runs_agents(stored, tmp_path):
     # The Bayes floor is run after the core agents, in a run of its own: both runs'
     # agents become one set of baselines on the same problems.
