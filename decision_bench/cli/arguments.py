@@ -29,6 +29,30 @@ def parse_agent_list(text: str, flag: str = "--agents") -> tuple[str, ...]:
     return names
 
 
+# Every option (and positional) that names a file or folder, by argparse dest: an
+# empty value would otherwise fall back to a default (--baselines '' -> standard) or
+# mean the current folder (--out '' writes into it), silently.
+PATH_OPTIONS = {
+    "out": ("--out", "a folder ('.' for the current one)"),
+    "baselines": ("--baselines", "a stored baseline name or the path of a baselines .json file"),
+    "tensorboard": ("--tensorboard", "a folder ('.' for the current one)"),
+    "config": ("--config", "an experiment file"),
+    "agent_files": ("--agent-file", "a Python file"),
+    "directory": ("DIR", "a results folder ('.' for the current one)"),
+}
+
+
+def check_path_options(args) -> None:
+    """One rule for every command: a path-like option given as '' (or blanks) is
+    refused in one line naming it and what it takes. Options a command does not
+    have are skipped."""
+    for dest, (flag, accepted) in PATH_OPTIONS.items():
+        value = getattr(args, dest, None)
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, str) and not item.strip():
+                raise ValueError(f"{flag} must name {accepted}, got {item!r}")
+
+
 SET_HELP = (
     "AGENT.FIELD=VALUE: set one hyperparameter of one of the run's agents (repeatable), e.g. "
     "ensemble.num_ensemble=30; FIELD is a field of the agent's config (or a keyword option of an "

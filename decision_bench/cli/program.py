@@ -85,7 +85,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from decision_bench.cli.arguments import check_path_options
+
     try:
+        check_path_options(args)  # before the command: no default or '.' stands in for ''
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"\n{console.INTERRUPTED}", file=sys.stderr)
