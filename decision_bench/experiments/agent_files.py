@@ -17,11 +17,19 @@ import dataclasses
 import functools
 import importlib.util
 import inspect
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from decision_bench._src.files import sha256_hex
 from decision_bench._src.validation import reporting_user_errors, user_code_error
+
+
+# An agent name is written in comma-separated --agents lists, in --set AGENT.FIELD=VALUE
+# items and in cell ids and CSV columns: no comma, '=' or blank, and not empty. The
+# registered names fit it (e.g. "ensemble+", "sgmcmc_quick").
+AGENT_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+AGENT_NAME_RULE = "letters, digits, '_', '.', '+' and '-', starting with a letter or digit"
 
 
 def _import(path: Path) -> Any:
@@ -79,7 +87,8 @@ def file_fingerprint(sha256: str, settings: dict | None = None) -> str:
 
 def read_agent_file(path: str | Path) -> AgentFile:
     """Loads one agent file; ValueError (one line) for a missing file, an error while
-    importing it, or no callable make_agent."""
+    importing it, no callable make_agent, or a NAME (or, without one, a file stem)
+    that no --agents list or --set item could name (AGENT_NAME_PATTERN)."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"agent_file {str(path)!r} does not exist")
@@ -100,8 +109,14 @@ def read_agent_file(path: str | Path) -> AgentFile:
         if p.default is not inspect.Parameter.empty
         and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     )
+    name = getattr(module, "NAME", path.stem)
+    if not isinstance(name, str) or not AGENT_NAME_PATTERN.fullmatch(name):
+        where = "its NAME" if hasattr(module, "NAME") else "its NAME (unset, so the file's stem)"
+        raise ValueError(
+            f"agent_file {str(path)!r}: {where} must be an agent name of {AGENT_NAME_RULE}, got {name!r}"
+        )
     return AgentFile(
-        name=str(getattr(module, "NAME", path.stem)),
+        name=name,
         path=str(path.resolve()),
         sha256=digest,
         options=options,

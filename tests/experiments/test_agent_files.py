@@ -1,0 +1,51 @@
+"""An agent file's NAME must be usable where agents are named (comma-separated
+--agents lists, --set AGENT.FIELD=VALUE): one that never could be is refused in one
+line naming the file and the names accepted, when the file is read."""
+
+from __future__ import annotations
+
+import pytest
+
+from decision_bench import cli
+from decision_bench.agents import names as registered_names
+from decision_bench.experiments.agent_files import AGENT_NAME_PATTERN, read_agent_file
+
+BODY = "from decision_bench.agents import registry\n\n\ndef make_agent(spec):\n    return registry.make('mlp', spec)\n"
+
+
+@pytest.mark.parametrize("name", ["a,b", "", "two\nlines", "my agent", " mlp2", "x=1", 3])
+def test_a_name_no_agent_list_could_hold_is_one_line_naming_the_file(tmp_path, name):
+    path = tmp_path / "agent.py"
+    path.write_text(f"NAME = {name!r}\n{BODY}")
+    with pytest.raises(ValueError, match="must be an agent name of letters, digits") as raised:
+        read_agent_file(path)
+    text = str(raised.value)
+    assert str(path) in text and len(text.splitlines()) == 1
+
+
+def test_a_stem_with_a_blank_is_refused_when_no_name_is_set(tmp_path):
+    path = tmp_path / "my agent.py"
+    path.write_text(BODY)
+    with pytest.raises(ValueError, match=r"its NAME \(unset, so the file's stem\) must be"):
+        read_agent_file(path)
+
+
+@pytest.mark.parametrize("name", ["my_agent", "ensemble+2", "v1.2-small", "7b"])
+def test_plain_names_are_accepted(tmp_path, name):
+    path = tmp_path / "agent.py"
+    path.write_text(f"NAME = {name!r}\n{BODY}")
+    assert read_agent_file(path).name == name
+
+
+def test_every_registered_agent_name_fits_the_rule():
+    assert all(AGENT_NAME_PATTERN.fullmatch(name) for name in registered_names())
+
+
+def test_the_command_refuses_a_comma_name_in_one_line(tmp_path, capsys):
+    path = tmp_path / "agent.py"
+    path.write_text(f"NAME = 'a,b'\n{BODY}")
+    status = cli.main(["testbed", "--agent-file", str(path), "--num-train", "2", "--temperature", "0.5",
+                       "--tau", "1", "--seeds", "1", "--no-progress", "--out", str(tmp_path / "run")])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert status == 2 and len(lines) == 1 and "'a,b'" in lines[0], lines
+    assert not (tmp_path / "run").exists()
