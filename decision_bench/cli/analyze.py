@@ -12,9 +12,9 @@ import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
 from decision_bench._src.extras import FIGURES_SKIPPED
-from decision_bench._src.memory import check_resamples
-from decision_bench.analysis.correlation import SKEWED_NOTE, excludes_estimate, min_resamples
+from decision_bench.analysis.correlation import SKEWED_NOTE, excludes_estimate
 from decision_bench.analysis.pipeline import analyze
+from decision_bench.cli.arguments import RESAMPLES_HELP, parse_resamples
 
 __all__ = ["print_robustness", "print_skewed_intervals", "register", "run"]
 
@@ -24,23 +24,6 @@ def _nonnegative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
     return value
-
-
-def _resamples(text: str) -> int:
-    """--resamples: enough for the 90% interval (analysis.correlation.min_resamples)."""
-    minimum = min_resamples()
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < minimum:
-        raise argparse.ArgumentTypeError(
-            f"must be an integer >= {minimum} (10 resamples beyond each bound of the 90% interval), got {text}"
-        )
-    try:
-        return check_resamples("--resamples", value)  # and small enough to hold in memory
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error).removeprefix("--resamples ")) from None
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -59,10 +42,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     parser.add_argument("directory", metavar="DIR", help="results directory")
-    parser.add_argument(
-        "--resamples", type=_resamples, default=1000, metavar="N",
-        help=f"bootstrap resamples, >= {min_resamples()} (10 beyond each bound of the 90%% interval)"
-    )
+    parser.add_argument("--resamples", default=1000, metavar="N", help=RESAMPLES_HELP)
     parser.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S", help="bootstrap seed")
     parser.set_defaults(func=run)
     return parser
@@ -103,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     # Imported here so `decision-bench --help` does not pay for pandas/scipy.
 
     try:
-        result = analyze(args.directory, num_resamples=args.resamples, seed=args.seed)
+        resamples = parse_resamples(args.resamples)
+        result = analyze(args.directory, num_resamples=resamples, seed=args.seed)
     except (FileNotFoundError, ValueError) as err:
         print_error(str(err))
         return 2

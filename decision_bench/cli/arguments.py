@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
+from decision_bench._src.memory import MAX_RESAMPLES
 from decision_bench.agents import Agent, registry
+from decision_bench.analysis.correlation import MIN_TAIL_DRAWS, min_resamples
 from decision_bench.experiments.agent_files import AgentFile
 from decision_bench.experiments.cells import config_label
 from decision_bench.specs import ProblemSpec
@@ -51,6 +53,30 @@ def check_path_options(args) -> None:
         for item in value if isinstance(value, (list, tuple)) else (value,):
             if isinstance(item, str) and not item.strip():
                 raise ValueError(f"{flag} must name {accepted}, got {item!r}")
+
+
+def parse_resamples(value: Any, flag: str = "--resamples") -> int:
+    """The bootstrap resample count of a command (analyze, reproduce, demo): one rule
+    and one message for all of them. At least min_resamples() (10 resamples beyond
+    each bound of the 90% interval) and at most MAX_RESAMPLES (more only hold more
+    memory); anything else, a non-integer included, is one line naming ``flag``."""
+    minimum = min_resamples()
+    try:
+        count = int(str(value).strip()) if not isinstance(value, (bool, float)) else None
+    except ValueError:
+        count = None
+    if count is None or not minimum <= count <= MAX_RESAMPLES:
+        raise ValueError(
+            f"{flag} must be an integer in [{minimum}, {MAX_RESAMPLES}] (at least {MIN_TAIL_DRAWS} resamples "
+            f"beyond each bound of the 90% interval; more only hold more memory), got {value!r}"
+        )
+    return count
+
+
+RESAMPLES_HELP = (
+    f"bootstrap resamples, an integer in [{min_resamples()}, {MAX_RESAMPLES}] ({MIN_TAIL_DRAWS} beyond each "
+    "bound of the 90%% interval)"
+)
 
 
 SET_HELP = (

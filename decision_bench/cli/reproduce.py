@@ -22,13 +22,14 @@ import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.extras import FIGURES_SKIPPED
-from decision_bench._src.memory import check_resamples
 from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench.analysis import analyze
 from decision_bench.analysis.correlation import check_num_resamples
 from decision_bench.analysis.pipeline import HEADLINE_LEVELS, headline
 from decision_bench.cli.analyze import print_robustness, print_skewed_intervals
-from decision_bench.cli.arguments import add_agent_options, add_display_options, parse_agent_list, parse_settings
+from decision_bench.cli.arguments import (
+    RESAMPLES_HELP, add_agent_options, add_display_options, parse_agent_list, parse_resamples, parse_settings,
+)
 from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.experiments.executors import default_workers
 from decision_bench.experiments.estimate import format_duration
@@ -175,7 +176,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         p.add_argument("--workers", default="auto",
                        help="cells computed at once by local worker processes (with --executor local): "
                        f"a count >= 1, or auto (the cores available, at most 4; here {default_workers()})")
-        p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (>= 200: 10 beyond each bound of the 90%% interval)")
+        p.add_argument("--resamples", default=1000, metavar="N", help=RESAMPLES_HELP)
         add_display_options(p, "bars", "regret curves and d_KL", "as cells finish")
         p.add_argument("--estimate", action="store_true",
                        help="print the cells, bandit steps and estimated wall time of every preset (this one's "
@@ -258,8 +259,7 @@ def _run(args: argparse.Namespace) -> int:
         chosen = base if agents is None else dataclasses.replace(base, agents=agents)
         sys.stdout.write(preset_to_toml(with_settings(chosen, settings)))
         return 0
-    check_num_resamples(args.resamples, name="resamples")
-    check_resamples("--resamples", args.resamples)
+    resamples = parse_resamples(args.resamples)
     workers = _workers(args.workers, args.executor)
     if getattr(args, "estimate", False):
         print_estimates(base, agents, agent_files, workers, settings)
@@ -276,7 +276,7 @@ def _run(args: argparse.Namespace) -> int:
             agent_files=agent_files,
             executor=args.executor,
             address=args.address,
-            num_resamples=args.resamples,
+            num_resamples=resamples,
             progress=not args.no_progress,
             workers=workers,
             settings=settings,
