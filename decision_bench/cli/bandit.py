@@ -389,6 +389,8 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     summary = seed_summary(df)
     print(summary.to_string(float_format=lambda v: f"{v:.1f}"))
+    for line in failed_seed_lines(df):
+        print(line)
     if plotted:
         print(f"wrote {out / CSV_NAME} and {out / FIGURE_NAME}")
     else:
@@ -440,6 +442,21 @@ def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
     (the final_regret column, one value per seed), not of the logged rows."""
     last = df.groupby(["agent", "seed"], sort=False).final_regret.first()
     return last.groupby(level="agent", sort=False).agg(["mean", "sem", "count"])
+
+
+def failed_seed_lines(df: pd.DataFrame) -> list[str]:
+    """One line per agent and seed whose rows carry an error (a seed stopped by
+    non-finite parameters, ...), with the reason from the error column: the summary
+    leaves such a seed out of its mean and count, and would otherwise show only NaN or
+    a smaller count, the reason in the CSV alone."""
+    if "error" not in df.columns:
+        return []
+    errors = df["error"].fillna("").astype(str)
+    failed = df[errors != ""].groupby(["agent", "seed"], sort=False)["error"].first()
+    return [
+        f"note: {agent} seed {seed} failed: {error} (left out of the summary; see the error column of {CSV_NAME})"
+        for (agent, seed), error in failed.items()
+    ]
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The ``bandit`` command's printed summary: statistics over seeds, not logged rows."""
+"""The ``bandit`` command's printed summary: statistics over seeds, not logged rows; failed seeds named with their reason."""
 
 import math
 
@@ -22,3 +22,44 @@ def test_summary_standard_error_is_over_seeds_not_rows():
     assert summary.loc["mlp", "count"] == 2
     assert math.isclose(summary.loc["mlp", "mean"], mean, rel_tol=1e-12)
     assert math.isclose(summary.loc["mlp", "sem"], sem, rel_tol=1e-12)
+
+
+def test_a_failed_seed_is_named_with_its_reason_under_the_summary():
+    from decision_bench.cli.bandit import failed_seed_lines
+
+    reason = "agent parameters became non-finite at step 40; seed stopped"
+    rows = pd.DataFrame({
+        "agent": ["mlp"] * 4 + ["bbb"] * 2,
+        "seed": [0, 0, 1, 1, 0, 0],
+        "final_regret": [3.0, 3.0, float("nan"), float("nan"), 1.0, 1.0],
+        "error": ["", "", reason, reason, "", None],
+    })
+    assert failed_seed_lines(rows) == [
+        f"note: mlp seed 1 failed: {reason} (left out of the summary; see the error column of bandit.csv)"
+    ]
+    assert failed_seed_lines(rows.drop(columns="error")) == []
+
+
+def test_the_command_prints_each_failed_seed_with_its_reason(tmp_path, capsys, monkeypatch):
+    # A real tiny run whose seed 1 is then marked failed, as run_bandit marks a seed
+    # whose parameters became non-finite: the console must say so, not only the CSV.
+    from decision_bench import cli
+    from decision_bench.cli import bandit as bandit_cli
+
+    real = bandit_cli.run_bandit
+    reason = "agent parameters became non-finite at step 10; seed stopped"
+
+    def one_seed_fails(*args, **kwargs):
+        rows = real(*args, **kwargs)
+        failed = rows["seed"] == 1
+        rows.loc[failed, "error"] = reason
+        rows.loc[failed, "final_regret"] = float("nan")
+        return rows
+
+    monkeypatch.setattr(bandit_cli, "run_bandit", one_seed_fails)
+    argv = ["bandit", "--env", "BernoulliBandit-v0", "--agents", "uniform", "--num-actions", "3", "--steps", "20",
+            "--seeds", "2", "--batch-size", "4", "--log-every", "10", "--no-progress", "--out", str(tmp_path / "run")]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"note: uniform seed 1 failed: {reason}" in out
+    assert "seed 0 failed" not in out
