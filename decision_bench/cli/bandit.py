@@ -274,24 +274,36 @@ def _legacy_difference(out: Path, agents: tuple[str, ...]) -> str | None:
     which agents it saved. Each agent's own arguments are then checked by its
     checkpoint (run_bandit refuses a saved run of another config)."""
     saved = sorted(p.name for p in (out / "checkpoints").iterdir() if p.is_dir()) if (out / "checkpoints").is_dir() else []
-    now = sorted(_safe_name(agent) for agent in agents)
+    now = sorted(checkpoint_folders(agents).values())
     return None if not saved or saved == now else f"saved agents {saved}, now {now}"
 
 
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]*")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
-def _safe_name(name: str) -> str:
-    """The checkpoint folder of agent ``name``, one per name (injective): a plain name
-    (letters, digits, "." "+" "-", starting with a letter or digit, as every registered
-    agent's) keeps the folder it always had ("ensemble+" -> "ensemble_plus"), which never
-    starts with "_"; any other name ("ensemble_plus", "a b", "..") gets "_", its
-    characters made safe and a hash of the name itself, so two names that read alike
-    ("ensemble+" and "ensemble_plus") never share a folder, and none leaves ``checkpoints/``."""
-    if _PLAIN_NAME.fullmatch(name):
-        return name.replace("+", "_plus")
-    readable = "".join(c if c.isalnum() or c in "-." else "_" for c in name)[:40]
-    return f"_{readable}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:16]}"
+def _legacy_folder(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name.replace("+", "_plus"))
+
+
+def checkpoint_folders(agents) -> dict[str, str]:
+    """{agent: its checkpoint folder under checkpoints/}, one folder per agent of the run
+    (S04, S01): a plain name (letters, digits, "_" "." "+" "-", starting with a letter or
+    digit, as every registered agent's) keeps the folder runs have always used
+    ("ensemble+" -> "ensemble_plus"), unless another agent of the run would share it; such
+    names, and any other ("a b", ".."), get "_", a readable form and a hash of the name
+    itself. Legacy folders never start with "_"; the run's agents are fixed by its
+    manifest, so its mapping never changes between sessions."""
+    agents = list(agents)
+    legacy = {a: _legacy_folder(a) for a in agents}
+    shared = {folder for folder in legacy.values() if list(legacy.values()).count(folder) > 1}
+    folders = {}
+    for agent in agents:
+        if _PLAIN_NAME.fullmatch(agent) and legacy[agent] not in shared:
+            folders[agent] = legacy[agent]
+        else:
+            readable = "".join(c if c.isalnum() or c in "-." else "_" for c in agent)[:40]
+            folders[agent] = f"_{readable}-{hashlib.sha256(agent.encode('utf-8')).hexdigest()[:16]}"
+    return folders
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -355,6 +367,7 @@ def run_command(args: argparse.Namespace) -> int:
                 return _showdown_columns(df, loop.env)
 
             file_names = {f.name for f in files}
+            folders = checkpoint_folders(planned)
             for agent, (runnable, agent_kwargs, fingerprint) in planned.items():
                 # An agent file's rows carry the name --agents gave it (its record's own name may differ).
                 rename = {"agent": agent} if agent in file_names else {}
@@ -368,7 +381,7 @@ def run_command(args: argparse.Namespace) -> int:
                     args.seeds,
                     log_every=args.log_every,
                     chunk_size=args.chunk_size,
-                    out_dir=out / "checkpoints" / _safe_name(agent),
+                    out_dir=out / "checkpoints" / folders[agent],
                     resume=False if restart else None,
                     progress=not args.no_progress,
                     agent_kwargs=agent_kwargs,

@@ -327,20 +327,25 @@ def test_loop_config_refuses_a_bad_field_in_one_line_naming_it(field, value, mes
     assert "\n" not in str(raised.value)
 
 
+# LINEAR2 reads 2 inputs: the Bernoulli bandit's one-hot actions with 2 arms (its default
+# 10 would be refused by the agent contract check, as a run would fail).
+TWO_ARMS = {"num_actions": 2}
+
+
 def test_loop_settings_as_keywords_or_as_a_config_build_the_same_loop():
     config = BanditLoopConfig(policy="greedy", steps_per_obs=2, batch_size=np.int64(16), replay_capacity=50)
     assert config.batch_size == 16 and type(config.batch_size) is int
-    by_config, _ = make_loop(LINEAR2, "BernoulliBandit-v0", config)
-    by_keywords, _ = make_loop(LINEAR2, "BernoulliBandit-v0", policy="greedy", steps_per_obs=2, batch_size=16,
+    by_config, _ = make_loop(LINEAR2, "BernoulliBandit-v0", config, env_kwargs=TWO_ARMS)
+    by_keywords, _ = make_loop(LINEAR2, "BernoulliBandit-v0", env_kwargs=TWO_ARMS, policy="greedy", steps_per_obs=2, batch_size=16,
                                replay_capacity=50)
     assert by_config == by_keywords
     assert (by_config.policy, by_config.steps_per_obs, by_config.batch_size) == ("greedy", 2, 16)
     assert by_config.update_mode == "replay"  # None in the config: the agent record's own
     # A keyword replaces the config's field; an unknown one is refused, naming it.
-    replaced, _ = make_loop(LINEAR2, "BernoulliBandit-v0", config, batch_size=8)
+    replaced, _ = make_loop(LINEAR2, "BernoulliBandit-v0", config, env_kwargs=TWO_ARMS, batch_size=8)
     assert replaced.batch_size == 8 and replaced.policy == "greedy"
     with pytest.raises(ValueError, match="unknown bandit loop setting 'batchsize'"):
-        make_loop(LINEAR2, "BernoulliBandit-v0", batchsize=8)
+        make_loop(LINEAR2, "BernoulliBandit-v0", env_kwargs=TWO_ARMS, batchsize=8)
 
 
 def test_run_bandit_takes_every_loop_setting_as_a_keyword_with_the_configs_default():
