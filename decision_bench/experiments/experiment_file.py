@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from decision_bench._src.memory import check_count
 from decision_bench.experiments.presets import Preset
 
 if sys.version_info >= (3, 11):
@@ -176,6 +177,13 @@ def preset_from_toml(text: str, source: str = "experiment file") -> Preset:
         if not isinstance(settings, list) or not settings or not all(isinstance(s, dict) for s in settings):
             raise ValueError(f"{source} needs at least one [[bandit.settings]] table, got {settings!r}")
         pairs = tuple(tuple(sorted((k, _tuple(v)) for k, v in s.items())) for s in settings)
+        # The counts with the flags' bounds (check_count: as --seeds, --steps, --num-test
+        # refuse them), named by the file's own keys, before a Preset or a cell sees them.
+        for table, name, key in (
+            (testbed, "[testbed]", "seeds"), (testbed, "[testbed]", "num_test"), (testbed, "[testbed]", "num_models"),
+            (bandit, "[bandit]", "steps"), (bandit, "[bandit]", "seeds"),
+        ):
+            check_count(f"{name} {key}", table[key])
         if not isinstance(data["name"], str) or not data["name"]:
             raise ValueError(f"{source} name must be a non-empty string, got {data['name']!r}")
         preset = Preset(

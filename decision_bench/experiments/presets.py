@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from decision_bench._src.validation import check_choice, check_int
+from decision_bench._src.memory import check_count
+from decision_bench._src.validation import check_choice
 from decision_bench.envs.bandits import make_bandit
 from decision_bench.evaluation.sweeps import (
     DEFAULT_ACTIVATION,
@@ -67,9 +68,8 @@ class Preset:
             raise ValueError(f"testbed_only must be a tuple of agent names, got {self.testbed_only!r}")
         for sweep in self.testbed_sweeps:
             check_choice("testbed sweep", sweep, (*SWEEP_NAMES, *PRESET_SWEEPS))
-        check_int("testbed_seeds", self.testbed_seeds, 1)
-        check_int("bandit_steps", self.bandit_steps, 1)
-        check_int("bandit_seeds", self.bandit_seeds, 1)
+        for field in ("testbed_seeds", "num_test", "num_models", "bandit_steps", "bandit_seeds"):
+            check_count(field, getattr(self, field))
         settings = self.bandit_settings
         if len(set(settings)) != len(settings):
             raise ValueError(f"preset {self.name!r} lists a bandit setting twice: {list(settings)}")

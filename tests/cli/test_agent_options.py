@@ -147,7 +147,10 @@ def test_print_config_folds_in_agents_and_settings(capsys):
         (lambda t: t.replace("seeds = 2\nnum_test", "seeds = 2\nnum_tests = 3\nnum_test"),
          r"\[testbed\] has unknown key\(s\) \['num_tests'\]; accepted keys are"),
         (lambda t: t.replace('env = "NeuralBandit-v0"\n', ""), r"\[bandit\] is missing \['env'\]"),
-        (lambda t: t.replace("seeds = 2\nnum_test", "seeds = 0\nnum_test"), "testbed_seeds must be"),
+        (lambda t: t.replace("seeds = 2\nnum_test", "seeds = 0\nnum_test"), r"\[testbed\] seeds must be an integer in \[1, "),
+        # C23, C06, C07 (issue 34): the flags' bounds, named by the file's keys.
+        (lambda t: t.replace("\nsteps = 20", "\nsteps = 1000000000000"), r"\[bandit\] steps must be an integer in \[1, 2\*\*31 - 1"),
+        (lambda t: t.replace("num_test = 20", "num_test = 0"), r"\[testbed\] num_test must be an integer in \[1, "),
         (lambda t: t.replace('sweeps = ["demo"]', 'sweeps = ["nope"]'), "testbed sweep must be one of"),
         (lambda t: t + "[[oops", "is not valid TOML"),
     ],
