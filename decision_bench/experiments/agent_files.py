@@ -92,6 +92,9 @@ def read_agent_file(path: str | Path) -> AgentFile:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"agent_file {str(path)!r} does not exist")
+    if path.suffix != ".py":
+        # Python's importer finds no loader for another suffix (an AttributeError deep inside).
+        raise ValueError(f"agent_file {str(path)!r} must be a Python file ending in .py")
     digest = sha256_hex(path.read_bytes())
     module = _import(path)
     make_agent = getattr(module, "make_agent", None)

@@ -49,3 +49,11 @@ def test_the_command_refuses_a_comma_name_in_one_line(tmp_path, capsys):
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert status == 2 and len(lines) == 1 and "'a,b'" in lines[0], lines
     assert not (tmp_path / "run").exists()
+
+
+def test_an_agent_file_not_ending_in_py_is_one_line(tmp_path):
+    # R39 (issue 34): the importer found no loader and raised an AttributeError deep inside.
+    path = tmp_path / "agent.txt"
+    path.write_text("def make_agent(spec):\n    return None\n")
+    with pytest.raises(ValueError, match=r"agent_file '.*agent.txt' must be a Python file ending in .py"):
+        read_agent_file(path)
