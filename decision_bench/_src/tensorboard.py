@@ -9,12 +9,17 @@ which needs no TensorFlow; ``tensorboard --logdir DIR`` shows them. Scalars:
   training-set size T (the step axis), per testbed setting, as its cell finishes.
 
 A value is written once per (tag, step): results files rewritten as a run grows
-add only their new rows.
+add only their new rows, and a resumed run (after Ctrl-C or kill -9) first reads the
+(tag, step) pairs already in DIR's event files, so it adds the missing points (the
+cells it reuses included: the commands log every row when they finish) and no
+duplicates.
 """
 
 from __future__ import annotations
 
 import math
+import struct
+import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -48,6 +53,37 @@ def _design(tau, kappa) -> str:
     return f"tau{int(tau)}" + ("" if pd.isna(kappa) else f"_kappa{int(kappa)}")
 
 
+def logged_points(directory: str | Path) -> set[tuple[str, int]]:
+    """The (tag, step) pairs of the scalars in the event files under ``directory``.
+
+    An event file is a sequence of records (a little-endian uint64 length, a 4-byte
+    CRC, the serialised ``Event`` protobuf, a 4-byte CRC); a record cut short by an
+    interrupted write ends the file's reading, so a damaged tail costs only its
+    points, which the resumed run writes again."""
+    from tensorboardX.proto import event_pb2  # noqa: PLC0415 - optional dependency
+
+    points: set[tuple[str, int]] = set()
+    folder = Path(directory)
+    if not folder.is_dir():
+        return points
+    for path in sorted(folder.rglob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        offset = 0
+        while offset + 12 <= len(data):
+            (length,) = struct.unpack_from("<Q", data, offset)
+            start, end = offset + 12, offset + 12 + length
+            if end + 4 > len(data):
+                break
+            try:
+                event = event_pb2.Event.FromString(data[start:end])
+            except Exception:  # noqa: BLE001 - a damaged record: stop reading this file
+                break
+            for value in event.summary.value:
+                points.add((value.tag, int(event.step)))
+            offset = end + 4
+    return points
+
+
 class TensorBoardLog:
     """Scalars of a run into event files under ``directory``; ``close()`` when done."""
 
@@ -57,8 +93,11 @@ class TensorBoardLog:
         except ImportError:
             raise ValueError(f"--tensorboard needs tensorboardX, which is not installed: {INSTALL_HINT}") from None
         self.directory = Path(directory)
-        self.writer = SummaryWriter(logdir=str(self.directory))
-        self.written: set[tuple[str, int]] = set()
+        # Before the writer opens its own file: the points of earlier sessions of the run.
+        self.written: set[tuple[str, int]] = logged_points(self.directory)
+        # Event files are named by the second they were opened: a unique suffix keeps a
+        # run resumed within the same second from replacing the earlier session's file.
+        self.writer = SummaryWriter(logdir=str(self.directory), filename_suffix=f".{uuid.uuid4().hex[:12]}")
 
     def _add(self, tag: str, value: float, step: int) -> None:
         if (tag, step) in self.written or not math.isfinite(value):

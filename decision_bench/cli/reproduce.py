@@ -75,9 +75,14 @@ def reproduce(
     with claim_preset_dir(preset, out, agents, agent_files, flag="--out", settings=settings) as out:
         board = None if tensorboard is None else TensorBoardLog(tensorboard)
         try:
-            run_preset(preset, out, agents, agent_files, executor, address, progress, workers=workers,
-                       settings=settings,
-                       on_cell_done=None if board is None else functools.partial(_log_cell, board))
+            testbed, bandit = run_preset(preset, out, agents, agent_files, executor, address, progress,
+                                         workers=workers, settings=settings,
+                                         on_cell_done=None if board is None else functools.partial(_log_cell, board))
+            if board is not None:
+                # The cells this session reused (computed before an interruption) too;
+                # points already in the event files are not written twice.
+                board.testbed_rows(testbed)
+                board.bandit_rows(bandit)
         finally:
             if board is not None:
                 board.close()

@@ -750,6 +750,8 @@ def _run_testbed_cells(args, out, sweep_name, custom, seeds, cells, reference, r
             results_csv=out / "testbed.csv",
             on_cell_done=None if board is None else lambda cell, rows: board.testbed_rows(rows),
         )
+        if board is not None:
+            board.testbed_rows(frame)  # the reused cells' points too (not written twice)
     finally:
         if board is not None:
             board.close()

@@ -78,3 +78,35 @@ def test_the_bandit_command_logs_every_row_of_its_csv(tmp_path):
         mine = rows[rows.seed == seed]
         assert [s for s, _ in scalars[tag]] == mine.step.tolist()
         np.testing.assert_allclose([v for _, v in scalars[tag]], mine.cumulative_regret, rtol=1e-6)
+
+
+def _bandit_rows(steps):
+    return pd.DataFrame({"agent": "mlp", "env": "NeuralBandit-v0", "input_dim": 2, "num_actions": 40,
+                         "temperature": 0.1, "seed": 0, "step": steps,
+                         "cumulative_regret": [float(s) / 10 for s in steps]})
+
+
+def test_a_resumed_run_adds_the_missing_points_and_no_duplicates(tmp_path):
+    # I12, I13 (issue 34): a resumed run lost the reused cells' points or wrote its
+    # recomputed chunk's points a second time.
+    first = TensorBoardLog(tmp_path / "tb")
+    first.bandit_rows(_bandit_rows([10, 20]))
+    first.close()  # the first session ends (after Ctrl-C, or kill -9 once flushed)
+    second = TensorBoardLog(tmp_path / "tb")
+    second.bandit_rows(_bandit_rows([10, 20, 30]))  # resumed from step 10: 20 recomputed, 30 new
+    second.close()
+    scalars = read_scalars(tmp_path / "tb")
+    assert scalars == {"regret/NeuralBandit-v0_d2_A40_beta0.1/mlp/seed0": [(10, 1.0), (20, 2.0), (30, 3.0)]}
+
+
+def test_a_cut_event_file_keeps_its_whole_records(tmp_path):
+    from decision_bench._src.tensorboard import logged_points
+
+    board = TensorBoardLog(tmp_path / "tb")
+    board.bandit_rows(_bandit_rows([10, 20]))
+    board.close()
+    (path,) = sorted((tmp_path / "tb").rglob("events.out.tfevents.*"))
+    data = path.read_bytes()
+    path.write_bytes(data[:-7])  # kill -9 in the middle of the last record
+    tag = "regret/NeuralBandit-v0_d2_A40_beta0.1/mlp/seed0"
+    assert logged_points(tmp_path / "tb") == {(tag, 10)}
