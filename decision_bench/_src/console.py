@@ -26,6 +26,23 @@ INTERRUPTED = (
     "interrupted: everything finished so far is saved (cells, bandit chunks); "
     "run the same command again to resume"
 )
+# Commands that compute no cells: an interruption there has nothing to resume.
+INTERRUPTED_ANALYSIS = (
+    "interrupted: analyze computes no cells, and the folder keeps the previous analysis' "
+    "outputs (new ones are moved in only when it finishes); run the same command again"
+)
+# The line the interrupt exit prints: set once per process by the program for its
+# command (``set_interrupt_line``), read by the signal handler, which cannot be told.
+_interrupt_line = [INTERRUPTED]
+
+
+def set_interrupt_line(line: str) -> None:
+    """The line printed when Ctrl-C or SIGTERM ends this process (INTERRUPTED by default)."""
+    _interrupt_line[0] = line
+
+
+def interrupt_line() -> str:
+    return _interrupt_line[0]
 
 
 OUT_OF_MEMORY = (
@@ -158,7 +175,7 @@ def install_interrupt_exit() -> None:
         # first one out prints and exits, the other stops here.
         if not leaving.acquire(blocking=False):
             return
-        os.write(sys.stderr.fileno(), f"\n{INTERRUPTED}\n".encode())
+        os.write(sys.stderr.fileno(), f"\n{interrupt_line()}\n".encode())
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -87,11 +87,14 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     from decision_bench.cli.arguments import check_path_options
 
+    if getattr(args, "command", None) == "analyze":
+        # I07: analyze computes no cells; "resume" would promise what it does not do.
+        console.set_interrupt_line(console.INTERRUPTED_ANALYSIS)
     try:
         check_path_options(args)  # before the command: no default or '.' stands in for ''
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print(f"\n{console.INTERRUPTED}", file=sys.stderr)
+        print(f"\n{console.interrupt_line()}", file=sys.stderr)
         return 130
     except (ValueError, MissingExtraError) as error:
         # Bad input, or input that needs an extra that is not installed (a data set
