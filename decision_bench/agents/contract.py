@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from decision_bench._src.memory import check_fits
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.specs import ProblemSpec
 
@@ -113,3 +114,19 @@ def check_agent_contract(agent: Any, spec: ProblemSpec, who: str, label_dtype: A
                              f"[{_NUM_INPUTS}, {spec.input_dim}]; expected floating logits "
                              f"[M, n, num_classes] = [M, {_NUM_INPUTS}, {spec.num_classes}]")
     return agent
+
+
+def state_bytes(agent: Agent) -> int:
+    """Bytes of one seed's agent state, from its traced shapes (nothing is allocated)."""
+    state = jax.eval_shape(agent.init, jax.random.key(0))
+    return sum(int(np.prod(leaf.shape)) * leaf.dtype.itemsize for leaf in jax.tree.leaves(state))
+
+
+def check_state_fits(agent: Agent, num_seeds: int, who: str, memory: int | None = None) -> None:
+    """Refuses, before any work, a run whose agent states alone (``num_seeds`` copies,
+    run together) exceed the machine's memory: a huge ``num_ensemble`` (--set) ended in
+    an out-of-memory error after its first seconds. A lower bound (optimiser state and
+    activations come on top), so a refused run could never have fit."""
+    check_fits(f"{who} with {num_seeds} seed(s)",
+               {"seeds x the agent's state (its parameters: num_ensemble, hidden sizes, ...)":
+                num_seeds * state_bytes(agent)}, memory)

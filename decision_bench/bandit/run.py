@@ -20,6 +20,7 @@ from decision_bench._src.files import UNFINISHED_RUN
 from decision_bench._src.fingerprints import config_text, text_fingerprint
 from decision_bench._src.validation import check_int
 from decision_bench._src.versions import result_versions
+from decision_bench.agents.contract import check_state_fits
 from decision_bench.bandit.checkpoints import (
     PREVIOUS_STATE_FILE,
     STATE_FILE,
@@ -160,6 +161,7 @@ def run_bandit(
         raise ValueError("resume=True needs out_dir, where the run was saved")
     settings = BanditLoopConfig.from_keywords(given)
     loop, env_id = make_loop(agent, env, settings, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
+    check_state_fits(loop.agent, len(seed_list), f"agent {loop.agent.name!r}")
     env = loop.env
     log_steps = _log_steps(num_steps, log_every)
     if agent_fingerprint is None:

@@ -55,7 +55,7 @@ from decision_bench._src.validation import check_choice, check_int, check_seed_l
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
 from decision_bench.agents import registry as agent_registry
-from decision_bench.agents.contract import check_agent_contract
+from decision_bench.agents.contract import check_agent_contract, check_state_fits
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.agents.training import bucket_size
 from decision_bench.envs.testbed import sample_environment
@@ -278,6 +278,7 @@ def _run_group(
     check_agent_contract(agent, spec, f"agent {agent_name!r}")
     resolved = resolve_method(FittedAgent(agent, None), method)
     num_padded = padded_seed_count(len(seeds))
+    check_state_fits(agent, num_padded, f"agent {agent_name!r}")
     configs = tuple(
         EvalConfig(
             tau=design.tau,

@@ -89,3 +89,21 @@ def test_fit_refuses_labels_outside_the_specs_classes_and_a_negative_step_count(
     good = dataclasses.replace(data, y=jnp.zeros(10, jnp.int32)) if dataclasses.is_dataclass(data) else data._replace(y=jnp.zeros(10, jnp.int32))
     with pytest.raises(ValueError, match=r"agent.num_steps must be"):
         fit(_linear(num_steps=-5), jax.random.key(0), good, SPEC)
+
+
+def test_a_run_whose_agent_states_cannot_fit_is_refused_before_any_work():
+    # A017, A018, F33 (issue 34): a huge num_ensemble ran out of memory after its first seconds.
+    from decision_bench.agents.contract import check_state_fits, state_bytes
+
+    agent = make("ensemble", SPEC, num_ensemble=4)
+    per_seed = state_bytes(agent)
+    assert per_seed > 4 * 2 * 50 * 4  # at least the members' first layers, float32
+    check_state_fits(agent, 3, "agent 'ensemble'", memory=3 * per_seed)  # fits exactly
+    with pytest.raises(ValueError, match=r"agent 'ensemble' with 4 seed\(s\) needs at least .* seeds x the agent's state"):
+        check_state_fits(agent, 4, "agent 'ensemble'", memory=3 * per_seed)
+
+
+def test_the_bandit_refuses_a_huge_ensemble_in_one_line_before_stepping():
+    with pytest.raises(ValueError, match=r"needs at least .* of memory, mostly seeds x the agent's state"):
+        run_bandit("ensemble", "NeuralBandit-v0", num_steps=5, seeds=2, agent_kwargs={"num_ensemble": 20_000_000},
+                   env_kwargs={"input_dim": 2, "num_actions": 4}, progress=False)
