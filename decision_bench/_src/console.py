@@ -79,6 +79,10 @@ def error_line(message: str) -> str:
 def os_error_line(error: OSError) -> str:
     """One line for a failed read or write: what happened, to which path, and what
     to do (the work finished so far is saved, so the same command resumes)."""
+    if error.errno == errno.EPIPE and error.filename is None:
+        # E11, E12: output piped into a command that stopped reading (| head).
+        return ("the standard output was closed before the command finished printing (a pipe such as "
+                "| head): the rest of its output was not shown; the files it writes are not affected")
     where = error.filename if error.filename is not None else "a file"
     if error.filename2 is not None:
         where = f"{where} -> {error.filename2}"

@@ -18,6 +18,7 @@ instead of compiling; ``--no-compile-cache`` (before or after the subcommand) or
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 
@@ -105,6 +106,9 @@ def _run(args: argparse.Namespace) -> int:
         # The disk is full, a folder stands where a file should be, ...: one line
         # naming the path (finished cells and chunks are saved).
         console.print_error(console.os_error_line(error))
+        if isinstance(error, BrokenPipeError):
+            # Python's own flush of the closed stdout at exit would fail a second time.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except console.RunFailed as error:
         # A failure during the run (a worker that died): one line saying what is saved.
