@@ -146,6 +146,13 @@ class ResultsStore:
 
     def __init__(self, directory: str | os.PathLike):
         self.directory = Path(directory)
+        if self.directory.is_symlink():
+            # S09: cells written through a link land outside the run folder, where another
+            # run (or nobody) owns them; the run folder's lock and manifest would not cover them.
+            raise ValueError(
+                f"results folder {str(self.directory)!r} is a symbolic link; a run keeps its cells in its "
+                "own folder: remove the link (or give another --out)"
+            )
         self._migrated = False
 
     def __repr__(self) -> str:

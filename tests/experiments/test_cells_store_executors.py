@@ -534,3 +534,13 @@ def test_worker_processes_start_the_costliest_cells_first(tmp_path):
     log.unlink()
     run_cells(cells, _OrderRecording(log), ResultsStore(tmp_path / "t"), progress=False, workers=2)
     assert log.read_text().split()[0] in {c.id for c in cells[:2]}
+
+
+def test_a_symlinked_cells_folder_is_refused(tmp_path):
+    # S09 (issue 34): a pre-existing link at OUT/cells was followed, writing cells elsewhere.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "cells").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(ValueError, match=r"results folder '.*cells' is a symbolic link"):
+        ResultsStore(tmp_path / "out" / "cells")
