@@ -89,7 +89,7 @@ from decision_bench.experiments.estimate import estimate_cells
 from decision_bench.experiments.experiment_file import read_experiment_file
 from decision_bench.experiments.presets import Preset, testbed_sweep
 from decision_bench.experiments.reproduce import with_settings
-from decision_bench.experiments.store import ResultsStore, concat_tables
+from decision_bench.experiments.store import ResultsStore, concat_tables, edit_notes
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, describe_testbed_cell, sweep_cells
 
 BASELINE = "mlp"
@@ -324,6 +324,8 @@ def run_command_cells(
     (one step per setting, labelled by ``describe``). A corrupt cell file is
     warned about (by the store) and recomputed.
     """
+    for line in edit_notes(store, cells):
+        print(line, file=sys.stderr)
     finished = [store.read(cell) for cell in cells]  # rows, or None for a cell to compute
     done = [rows is not None for rows in finished]
     if any(done):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -42,7 +43,7 @@ from decision_bench.experiments.cells import Cell, config_label
 from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.estimate import cell_seconds
 from decision_bench.experiments.presets import PRESET_NAMES, Preset, _items, get_preset, testbed_sweep
-from decision_bench.experiments.store import ResultsStore, concat_tables
+from decision_bench.experiments.store import ResultsStore, concat_tables, edit_notes
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, sweep_cells
 
 
@@ -383,6 +384,8 @@ def run_preset(
         cells = build_cells(preset, all_agents, {f.name: f.sha256 for f in custom})
         store = ResultsStore(out / "cells")
         start = time.perf_counter()
+        for line in edit_notes(store, cells):
+            print(line, file=sys.stderr)
         # Testbed cells whose rows a stored baseline set already holds for this code are
         # written from it (paper2d's core agents in the paper presets): hours not recomputed.
         for name, count in reuse_stored_rows(store, cells).items():

@@ -345,6 +345,38 @@ class ResultsStore:
         return concat_tables(frames)
 
 
+def edited_agent_files(store: ResultsStore, cells: Sequence[Cell]) -> dict[str, tuple[str, ...]]:
+    """{agent: the SHA-256 digests its stored cells were made with} for each agent file of
+    ``cells`` whose stored cells in ``store`` all come from other versions of its file:
+    the file was edited since, and its cells are computed anew (R46: without a word, a
+    user could not tell an edit from a resume). Only the cell records are read."""
+    now = {c.agent: c.agent_file_sha256 for c in cells if c.agent_file_sha256 is not None}
+    if not now or not store.directory.is_dir():
+        return {}
+    seen: dict[str, set[str]] = {}
+    for path in store.directory.glob("*.json"):
+        if path.name.startswith("."):
+            continue
+        try:
+            record = json.loads(path.read_text(encoding="utf-8")).get("cell") or {}
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+            continue  # a damaged file is reported where it is read
+        agent, digest = record.get("agent"), record.get("agent_file_sha256")
+        if agent in now and digest:
+            seen.setdefault(agent, set()).add(digest)
+    return {a: tuple(sorted(d)) for a, d in seen.items() if now[a] not in d}
+
+
+def edit_notes(store: ResultsStore, cells: Sequence[Cell]) -> list[str]:
+    """One line per agent file edited since its cells in ``store`` were made (``edited_agent_files``)."""
+    now = {c.agent: c.agent_file_sha256 for c in cells if c.agent_file_sha256 is not None}
+    return [
+        f"note: the agent file of {agent!r} changed since its cells in {store.directory} were stored "
+        f"(SHA-256 {', '.join(d[:12] for d in digests)}; now {now[agent][:12]}): its cells are computed anew"
+        for agent, digests in edited_agent_files(store, cells).items()
+    ]
+
+
 def concat_tables(frames: list[pd.DataFrame]) -> pd.DataFrame:
     frames = [f for f in frames if len(f.columns)]
     if not frames:

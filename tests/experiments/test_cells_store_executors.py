@@ -544,3 +544,20 @@ def test_a_symlinked_cells_folder_is_refused(tmp_path):
     (tmp_path / "out" / "cells").symlink_to(elsewhere, target_is_directory=True)
     with pytest.raises(ValueError, match=r"results folder '.*cells' is a symbolic link"):
         ResultsStore(tmp_path / "out" / "cells")
+
+
+def test_an_edited_agent_file_is_named_when_its_cells_are_computed_anew(tmp_path):
+    # R46 (issue 34): an edited agent file's cells were recomputed without a word.
+    from decision_bench.experiments.store import edit_notes, edited_agent_files
+
+    old, new = "ab" * 32, "cd" * 32
+    store = ResultsStore(tmp_path / "cells")
+    stored = Cell("testbed", "mine", {}, {"num_train": 1}, (0,), agent_file_sha256=old)
+    store.write(stored, pd.DataFrame({"agent": ["mine"], "kl": [0.1]}))
+    edited = Cell("testbed", "mine", {}, {"num_train": 1}, (0,), agent_file_sha256=new)
+    assert edited_agent_files(store, [edited]) == {"mine": (old,)}
+    (note,) = edit_notes(store, [edited])
+    assert "agent file of 'mine' changed" in note and old[:12] in note and new[:12] in note
+    assert edited_agent_files(store, [stored]) == {}  # the same file: a resume, nothing to say
+    registered = Cell("testbed", "mlp", {}, {"num_train": 1}, (0,))
+    assert edited_agent_files(store, [registered]) == {}
