@@ -98,7 +98,26 @@ def paired_differences(testbed: pd.DataFrame, agents, baselines) -> pd.DataFrame
                     "settings": len(per),
                     "problems": int(per["count"].sum()),
                 })
-    return pd.DataFrame(rows, columns=["agent", "baseline", "metric", "difference", "difference_se", "settings", "problems"])
+    table = pd.DataFrame(rows, columns=["agent", "baseline", "metric", "difference", "difference_se", "settings", "problems"])
+    return with_significance(table)
+
+
+def with_significance(paired: pd.DataFrame, level: float = 0.05) -> pd.DataFrame:
+    """``paired`` with z (difference / its standard error), beyond_2se (|z| > 2: about
+    one comparison in twenty is marked by chance alone when there is no difference) and
+    beyond_bonferroni (|z| beyond the two-sided ``level`` threshold divided among all the
+    table's comparisons, z_{1 - level / (2 K)}: a table of K = 40 differences marks none by
+    chance at level 0.05 in 19 tables of 20). NaN standard errors give neither mark."""
+    from scipy.stats import norm  # noqa: PLC0415 - scipy's import is slow; only the leaderboard needs it
+
+    z = paired["difference"] / paired["difference_se"]
+    count = max(int(z.notna().sum()), 1)
+    threshold = float(norm.ppf(1 - level / (2 * count)))
+    return paired.assign(
+        z=z,
+        beyond_2se=z.abs() > 2,
+        beyond_bonferroni=z.abs() > threshold,
+    )
 
 
 def markdown(score_table: pd.DataFrame, paired: pd.DataFrame, notes: list[str]) -> str:
@@ -117,12 +136,18 @@ def markdown(score_table: pd.DataFrame, paired: pd.DataFrame, notes: list[str]) 
     if paired.empty:
         lines.append("(no baseline to compare with)")
     else:
+        marked = paired if "beyond_2se" in paired.columns else with_significance(paired)
+        marks = ["**" if b else ("*" if t else "") for t, b in zip(marked["beyond_2se"], marked["beyond_bonferroni"])]
         wide = paired.assign(
-            text=[f"{d:+.4f} +- {s:.4f}" for d, s in zip(paired["difference"], paired["difference_se"])]
+            text=[f"{d:+.4f} +- {s:.4f}{m}" for d, s, m in zip(paired["difference"], paired["difference_se"], marks)]
         ).pivot_table(index=["agent", "baseline"], columns="metric", values="text", aggfunc="first", sort=False)
         shown = [m for m in METRICS if m in wide.columns]
         lines.append("| agent | baseline | " + " | ".join(shown) + " |")
         lines.append("|---" * (len(shown) + 2) + "|")
         for (agent, baseline), row in wide.iterrows():
             lines.append(f"| {agent} | {baseline} | " + " | ".join(str(row[m]) for m in shown) + " |")
+        count = int(marked["z"].notna().sum())
+        lines += ["", f"\\* beyond 2 standard errors; \\*\\* also beyond the Bonferroni threshold for all {count} "
+                  "differences of this table (two-sided 5%). With many comparisons, about 1 in 20 differences "
+                  "is beyond 2 standard errors by chance alone: read single stars as leads, not findings."]
     return "\n".join(lines) + "\n"
