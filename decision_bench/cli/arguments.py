@@ -163,7 +163,10 @@ def parse_settings(
             raise ValueError(f"{flag} {item!r}: {agent!r} has no field {field!r}; its fields are {', '.join(fields) or '(none)'}")
         if field in settings.get(agent, {}):
             raise ValueError(f"{flag} sets {agent}.{field} twice; give it once")
-        settings.setdefault(agent, {})[field] = parse_value(text, fields[field])
+        value = parse_value(text, fields[field])
+        if agent in files:
+            _check_file_option_type(flag, item, fields[field], value)
+        settings.setdefault(agent, {})[field] = value
         raw.setdefault(agent, []).append(str(item))
     for agent, values in settings.items():
         try:
@@ -171,6 +174,22 @@ def parse_settings(
         except (TypeError, ValueError) as error:
             raise ValueError(f"{flag} {' '.join(raw[agent])}: {str(error).splitlines()[0]}") from None
     return settings
+
+
+def _check_file_option_type(flag: str, item: str, default: Any, value: Any) -> None:
+    """An agent file's option takes values of its default's type (F24, F25): "4.5" for an
+    int option, or "abc" for a number, reached make_agent as given. A default of None or
+    of another type says nothing, so any value is passed on."""
+    if isinstance(default, bool):
+        ok, kind = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, float):
+        ok, kind = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    else:
+        return
+    if not ok:
+        raise ValueError(f"{flag} {item!r}: the option's default is {default!r}, so its value must be {kind}")
 
 
 def _fields(agent: str, files: dict[str, AgentFile]) -> dict[str, Any]:

@@ -109,6 +109,12 @@ def test_settings_are_checked_by_the_agents_own_config(agent_file):
         parse_settings(["mlp.l2=1", "mlp.l2=2"], agents, files)
     with pytest.raises(ValueError, match="AGENT.FIELD=VALUE"):
         parse_settings(["mlp=1"], agents, files)
+    # F24, F25 (issue 34): a file option's value has its default's type.
+    with pytest.raises(ValueError, match=r"'small_mlp.width=4.5': the option's default is 8, so its value must be an integer"):
+        parse_settings(["small_mlp.width=4.5"], agents, files)
+    with pytest.raises(ValueError, match=r"'small_mlp.l2=strong': the option's default is 1.0, so its value must be a number"):
+        parse_settings(["small_mlp.l2=strong"], agents, files)
+    assert parse_settings(["small_mlp.l2=2"], agents, files) == {"small_mlp": {"l2": 2.0}}
 
 
 # ------------------------------------------------------------------ experiment files
