@@ -10,6 +10,14 @@ functional core can replay an adapter's trajectory exactly:
 
 A reset samples a NEW environment (reward model and action set), as in the
 paper's experiments where each seed is a fresh environment.
+
+Every id is registered with ``max_episode_steps`` = ``MAX_EPISODE_STEPS`` (10,000;
+``registration.py``), so wrappers that act at an episode's end
+(``RecordEpisodeStatistics``) report one; the bandit itself never terminates.
+
+``info``: a step reports ``INFO_KEYS`` about the action set it was played on; a reset
+reports ``RESET_INFO_KEYS`` (optimal_action, optimal_expected_reward) about the action
+set it shows, the same values the next step reports.
 """
 
 from __future__ import annotations
@@ -25,9 +33,11 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from decision_bench._src.validation import check_int, check_optional_int, check_seed
+from decision_bench.envs._step_info import OPTIMUM_KEYS
 from decision_bench.envs.bandits import BernoulliBandit, make_bandit
 
 INFO_KEYS = ("expected_reward", "optimal_expected_reward", "regret", "optimal_action")
+RESET_INFO_KEYS = OPTIMUM_KEYS
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -35,7 +45,7 @@ def _reset(core, key):
     k_params, k_reset, key = jax.random.split(key, 3)
     params = core.sample_params(k_params)
     obs, state = core.reset(k_reset, params)
-    return obs, state, params, key
+    return obs, state, params, key, core.optimum(state, params)
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -43,6 +53,11 @@ def _step(core, key, state, action, params):
     key, k_step = jax.random.split(key)
     obs, state, reward, info = core.step(k_step, state, action, params)
     return obs, state, reward, info, key
+
+
+def _python_info(info: dict[str, Any]) -> dict[str, int | float]:
+    """A single env's info as Python numbers: the action an int, the rest floats."""
+    return {k: (int(v) if k == "optimal_action" else float(v)) for k, v in info.items()}
 
 
 def _seed_key(seed: int | None, np_random: np.random.Generator) -> jax.Array:
@@ -65,9 +80,13 @@ class BanditEnv(gymnasium.Env):
 
     Observation: action features, float32 [num_actions, input_dim].
     Action: Discrete(num_actions). Reward: 0.0 or 1.0 (a real number for the
-    Showdown's Gaussian bandits, ``core.real_valued_rewards``). Never terminates; use
-    ``max_episode_steps`` for truncation. ``info`` carries expected_reward,
-    optimal_expected_reward, regret and optimal_action.
+    Showdown's Gaussian bandits, ``core.real_valued_rewards``). Never terminates;
+    ``gym.make`` truncates after ``max_episode_steps`` (registered: 10,000;
+    ``gym.make(id, max_episode_steps=N)`` changes it, -1 removes the limit). A step's
+    ``info`` carries expected_reward, optimal_expected_reward, regret and
+    optimal_action for the action set the action was played on; reset's ``info``
+    carries optimal_action and optimal_expected_reward for the action set it returns
+    (what the first step's info will report).
     """
 
     metadata = {"render_modes": []}
@@ -90,8 +109,8 @@ class BanditEnv(gymnasium.Env):
             seed = check_seed("seed", seed)  # before gymnasium's generator is reseeded
         super().reset(seed=seed)
         key = _seed_key(seed, self.np_random)
-        obs, self._state, self._params, self._key = _reset(self.core, key)
-        return np.asarray(obs), {}
+        obs, self._state, self._params, self._key, best = _reset(self.core, key)
+        return np.asarray(obs), _python_info(best)
 
     def step(self, action):
         if self._state is None:
@@ -104,8 +123,7 @@ class BanditEnv(gymnasium.Env):
         obs, self._state, reward, info, self._key = _step(
             self.core, self._key, self._state, jnp.int32(a), self._params
         )
-        info = {k: (int(v) if k == "optimal_action" else float(v)) for k, v in info.items()}
-        return np.asarray(obs), float(reward), False, False, info
+        return np.asarray(obs), float(reward), False, False, _python_info(info)
 
 
 class NeuralBanditEnv(BanditEnv):
@@ -164,7 +182,7 @@ def _vector_step(core, keys, states, actions, params, needs_reset):
     )
     fresh = jax.vmap(lambda k: _reset.__wrapped__(core, k))(keys)
     obs_s, state_s, reward_s, info_s, key_s = stepped
-    obs_r, state_r, params_r, key_r = fresh
+    obs_r, state_r, params_r, key_r, info_r = fresh
 
     def pick(a, b):
         mask = needs_reset.reshape(needs_reset.shape + (1,) * (a.ndim - 1))
@@ -175,7 +193,9 @@ def _vector_step(core, keys, states, actions, params, needs_reset):
     params = jax.tree.map(pick, params_r, params)
     keys = pick(key_r, key_s)
     reward = jnp.where(needs_reset, 0.0, reward_s)
-    info = {k: jnp.where(needs_reset, jnp.zeros_like(v), v) for k, v in info_s.items()}
+    # A copy being reset reports what a reset reports (the optimum of the set it now
+    # shows), as gymnasium's SyncVectorEnv does with the single env's reset info.
+    info = {k: pick(info_r[k], v) if k in info_r else pick(jnp.zeros_like(v), v) for k, v in info_s.items()}
     return obs, states, params, reward, info, keys
 
 
@@ -191,13 +211,19 @@ class BanditVectorEnv(VectorEnv):
     int seed, or a list of seeds) and so its own environment sample. With
     ``max_episode_steps``, a copy truncates after that many steps and is reset
     on the following ``step`` call (gymnasium's NEXT_STEP autoreset; that call
-    ignores its action and returns reward 0).
+    ignores its action and returns reward 0, and its info holds only a reset's keys
+    for that copy: ``info["_regret"][i]`` is False, ``info["_optimal_action"][i]``
+    True). ``gym.make_vec`` passes the registered 10,000; ``max_episode_steps=None``
+    or -1 (``gym.make``'s "no limit") never truncates. Reset's info holds
+    optimal_action and optimal_expected_reward per copy, as arrays [num_envs].
     """
 
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, env_id: str, num_envs: int = 1, max_episode_steps: int | None = None, **kwargs):
         self.num_envs = check_int("num_envs", num_envs, 1)
+        if not isinstance(max_episode_steps, bool) and max_episode_steps == -1:
+            max_episode_steps = None  # gym.make's way of saying "no TimeLimit"
         self.max_episode_steps = check_optional_int("max_episode_steps", max_episode_steps, 1)
         self.core = make_bandit(env_id, **kwargs)
         self.single_observation_space = _observation_space(self.core)
@@ -233,9 +259,13 @@ class BanditVectorEnv(VectorEnv):
             seeds = given
         keys = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in seeds])
         keys = jax.random.wrap_key_data(keys)
-        obs, self._states, self._params, self._keys = _vector_reset(self.core, keys)
+        obs, self._states, self._params, self._keys, best = _vector_reset(self.core, keys)
         self._needs_reset = np.zeros(self.num_envs, bool)
-        return np.asarray(obs), {}
+        info = {}
+        for k, v in best.items():
+            info[k] = np.asarray(v)
+            info["_" + k] = np.ones(self.num_envs, bool)
+        return np.asarray(obs), info
 
     def step(self, actions):
         if self._states is None:
@@ -264,7 +294,7 @@ class BanditVectorEnv(VectorEnv):
         info_np = {}
         for k, v in info.items():
             info_np[k] = np.asarray(v)
-            info_np["_" + k] = ~np.asarray(needs_reset)
+            info_np["_" + k] = np.ones(self.num_envs, bool) if k in RESET_INFO_KEYS else ~np.asarray(needs_reset)
         return np.asarray(obs), np.asarray(reward, np.float32), terminated, truncated, info_np
 
 

@@ -26,7 +26,7 @@ from decision_bench._src.validation import (
     check_positive,
     check_sizes,
 )
-from decision_bench.envs._step_info import step_info
+from decision_bench.envs._step_info import optimum, step_info
 from decision_bench.envs.classification import ClassificationBandit
 from decision_bench.envs.showdown import SHOWDOWN_BANDITS
 from decision_bench.priors import ACTIVATIONS, CoinsPrior, MLPPrior
@@ -73,6 +73,11 @@ class _FeatureBandit:
         actions = self.sample_actions(key) if self.contextual else params.actions
         state = BanditState(actions=actions, t=jnp.zeros((), jnp.int32))
         return actions, state
+
+    def optimum(self, state: BanditState, params: BanditParams) -> dict[str, jax.Array]:
+        """optimal_action and optimal_expected_reward of the action set shown now (the
+        values the next ``step`` reports in its info)."""
+        return optimum(self.reward_probs(params, state.actions))
 
     def step(
         self, key: jax.Array, state: BanditState, action: jax.Array, params: BanditParams

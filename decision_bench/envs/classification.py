@@ -140,6 +140,15 @@ class ClassificationBandit:
         state = self._show(key, params, jnp.zeros((), jnp.int32))
         return state.actions, state
 
+    def optimum(self, state: ClassificationState, params: ClassificationParams) -> dict[str, jax.Array]:
+        """optimal_action (the shown example's label) and optimal_expected_reward (1):
+        the values the next ``step`` reports in its info."""
+        del params
+        return {
+            "optimal_action": state.label.astype(jnp.int32),
+            "optimal_expected_reward": jnp.ones((), jnp.float32),
+        }
+
     def step(
         self, key: jax.Array, state: ClassificationState, action: jax.Array, params: ClassificationParams
     ) -> tuple[jax.Array, ClassificationState, jax.Array, dict[str, jax.Array]]:

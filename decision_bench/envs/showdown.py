@@ -57,7 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from decision_bench._src.validation import check_int, check_nonnegative
-from decision_bench.envs._step_info import step_info
+from decision_bench.envs._step_info import optimum, step_info
 from decision_bench.envs.classification import arm_features
 
 
@@ -123,6 +123,11 @@ class _GaussianContextBandit:
         """The first context: (obs [A, (d + 1) A], state)."""
         state = self._show(key, params, jnp.zeros((), jnp.int32))
         return state.actions, state
+
+    def optimum(self, state: ShowdownState, params) -> dict[str, jax.Array]:
+        """optimal_action and optimal_expected_reward max_b mu_b(x) at the context shown
+        now (the values the next ``step`` reports in its info)."""
+        return optimum(self.expected_rewards(params, state.context))
 
     def step(
         self, key: jax.Array, state: ShowdownState, action: jax.Array, params
@@ -366,6 +371,10 @@ class TableBandit(_GaussianContextBandit):
         """The first row: (obs [A, (d + 1) A], state)."""
         state = self._show(key, params, jnp.zeros((), jnp.int32))
         return state.actions, state
+
+    def optimum(self, state: TableState, params: TableParams) -> dict[str, jax.Array]:
+        """optimal_action and optimal_expected_reward of the row shown now."""
+        return optimum(params.expected_rewards[state.row])
 
     def step(
         self, key: jax.Array, state: TableState, action: jax.Array, params: TableParams

@@ -263,3 +263,108 @@ def test_vector_seeds_are_checked_for_every_copy():
         venv.reset(seed=[0, 2**64])
     obs, _ = venv.reset(seed=[0, 2**63 - 1])
     assert obs.shape[0] == 2
+
+
+# --- episodes: the registered step limit (issue 36) ---------------------------------
+
+
+@pytest.mark.parametrize("env_id", decision_bench.ENV_IDS)
+def test_every_id_is_registered_with_a_ten_thousand_step_limit_for_make_and_make_vec(env_id):
+    assert gym.spec(env_id).max_episode_steps == 10_000
+    venv = gym.make_vec(env_id, num_envs=2, **SMALL[env_id])
+    assert venv.unwrapped.max_episode_steps == 10_000
+
+
+def test_registered_limit_truncates_at_step_ten_thousand_and_episode_statistics_report_it():
+    env = gym.wrappers.RecordEpisodeStatistics(gym.make("decision_bench/BernoulliBandit-v0", num_actions=3))
+    env.reset(seed=0)
+    total = 0.0
+    for t in range(1, 10_001):
+        _, reward, terminated, truncated, info = env.step(t % 3)
+        total += reward
+        assert not terminated and truncated == (t == 10_000)
+        assert ("episode" in info) == (t == 10_000)
+    assert info["episode"]["l"] == 10_000
+    assert info["episode"]["r"] == pytest.approx(total)
+
+
+def test_max_episode_steps_given_to_make_overrides_the_registered_limit():
+    env = gym.wrappers.RecordEpisodeStatistics(
+        gym.make("decision_bench/NeuralBandit-v0", input_dim=2, num_actions=4, max_episode_steps=3)
+    )
+    env.reset(seed=1)
+    rewards = [env.step(0)[1] for _ in range(2)]
+    _, reward, _, truncated, info = env.step(0)
+    assert truncated and info["episode"]["l"] == 3
+    assert info["episode"]["r"] == pytest.approx(sum(rewards) + reward)
+
+
+def test_minus_one_removes_the_limit_in_make_and_in_make_vec():
+    assert not isinstance(
+        gym.make("decision_bench/BernoulliBandit-v0", num_actions=3, max_episode_steps=-1), gym.wrappers.TimeLimit
+    )
+    venv = gym.make_vec("decision_bench/BernoulliBandit-v0", num_envs=2, num_actions=3, max_episode_steps=-1)
+    assert venv.unwrapped.max_episode_steps is None
+
+
+def test_vector_episode_statistics_report_each_copy_at_its_truncation():
+    venv = gym.wrappers.vector.RecordEpisodeStatistics(
+        gym.make_vec("decision_bench/BernoulliBandit-v0", num_envs=2, num_actions=3, max_episode_steps=3)
+    )
+    venv.reset(seed=0)
+    total = np.zeros(2)
+    for _ in range(3):
+        _, reward, _, truncated, info = venv.step(np.array([0, 1]))
+        total += reward
+    assert truncated.all()
+    np.testing.assert_array_equal(info["episode"]["l"], [3, 3])
+    np.testing.assert_allclose(info["episode"]["r"], total)
+
+
+# --- reset info: the optimum of the shown action set (issue 36) ----------------------
+
+
+@pytest.mark.parametrize("env_id", decision_bench.ENV_IDS)
+def test_reset_info_holds_the_optimum_the_first_step_reports(env_id):
+    env = gym.make(env_id, **SMALL[env_id])
+    for seed in (4, None):  # a seeded reset, then a reset of a fresh environment
+        _, reset_info = env.reset(seed=seed)
+        assert set(reset_info) == {"optimal_action", "optimal_expected_reward"}
+        assert type(reset_info["optimal_action"]) is int and type(reset_info["optimal_expected_reward"]) is float
+        step_info = env.step(0)[4]
+        assert reset_info["optimal_action"] == step_info["optimal_action"]
+        # the same float32 computation, compiled in two programs: equal up to rounding
+        assert reset_info["optimal_expected_reward"] == pytest.approx(step_info["optimal_expected_reward"], rel=1e-6)
+
+
+def test_bernoulli_reset_optimum_is_the_best_coin():
+    env = gym.make("decision_bench/BernoulliBandit-v0", num_actions=6)
+    _, info = env.reset(seed=2)
+    p = np.asarray(env.unwrapped.env_params.model["p"])
+    assert info["optimal_action"] == int(np.argmax(p))
+    assert info["optimal_expected_reward"] == pytest.approx(float(p.max()))
+
+
+def test_classification_reset_optimum_is_the_shown_examples_label():
+    env = gym.make("decision_bench/ClassificationBandit-v0", dataset="digits")
+    _, info = env.reset(seed=5)
+    assert info["optimal_action"] == int(env.unwrapped._state.label)
+    assert info["optimal_expected_reward"] == 1.0
+
+
+def test_vector_reset_and_autoreset_report_the_optimum_the_next_step_reports():
+    env_id = "decision_bench/LinearBandit-v0"
+    venv = gym.make_vec(env_id, num_envs=2, max_episode_steps=1, **SMALL[env_id])
+    _, info = venv.reset(seed=[3, 4])
+    assert info["_optimal_action"].all() and info["_optimal_expected_reward"].all()
+    step = venv.step(np.array([0, 1]))[4]  # both copies truncate here
+    np.testing.assert_array_equal(step["optimal_action"], info["optimal_action"])
+    np.testing.assert_allclose(step["optimal_expected_reward"], info["optimal_expected_reward"], rtol=1e-6)
+    autoreset = venv.step(np.array([0, 1]))[4]  # both reset: only a reset's keys are valid
+    assert not autoreset["_regret"].any() and not autoreset["_expected_reward"].any()
+    assert autoreset["_optimal_action"].all() and autoreset["_optimal_expected_reward"].all()
+    following = venv.step(np.array([0, 1]))[4]
+    np.testing.assert_array_equal(following["optimal_action"], autoreset["optimal_action"])
+    np.testing.assert_allclose(
+        following["optimal_expected_reward"], autoreset["optimal_expected_reward"], rtol=1e-6
+    )
