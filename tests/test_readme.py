@@ -165,6 +165,26 @@ def test_readme_gymnasium_example_runs_and_reports_regret(tmp_path, capsys):
     assert 0.0 <= regret <= 100.0
 
 
+def test_gymnasium_page_numpy_policies_write_a_bandit_csv_analyze_accepts(tmp_path, monkeypatch, capsys):
+    from decision_bench.analysis import BANDIT_REQUIRED, read_bandit
+
+    page = ROOT / "docs" / "gymnasium.md"
+    example = next(b for b in _blocks(page, "python") if "bandit.csv" in b)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "example.py").write_text(example)
+    runpy.run_path(str(tmp_path / "example.py"))
+    printed = capsys.readouterr().out
+    bandit = read_bandit(tmp_path / "bandit.csv")  # raises on anything analyze would refuse
+    assert set(BANDIT_REQUIRED) <= set(bandit.columns)
+    # two policies x three seeds, each logged every 50 of its 200 steps
+    assert sorted(bandit.agent.unique()) == ["egreedy", "linucb"]
+    assert len(bandit) == 2 * 3 * 4 and set(bandit.step) == {50, 100, 150, 200}
+    for _, run in bandit.groupby(["agent", "seed"]):
+        regret = run.sort_values("step").cumulative_regret.to_numpy()
+        assert regret[0] >= 0 and np.all(np.diff(regret) >= 0)  # per-step regret is >= 0
+    assert printed.count("best action") == 6
+
+
 def test_every_shell_line_is_a_command_this_test_knows():
     for page in PAGES:
         for line in _shell_lines(page):
