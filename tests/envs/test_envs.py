@@ -300,6 +300,8 @@ def test_max_episode_steps_given_to_make_overrides_the_registered_limit():
 
 
 def test_minus_one_removes_the_limit_in_make_and_in_make_vec():
+    # gym.make puts TimeLimit outermost when there is a limit
+    assert isinstance(gym.make("decision_bench/BernoulliBandit-v0", num_actions=3), gym.wrappers.TimeLimit)
     assert not isinstance(
         gym.make("decision_bench/BernoulliBandit-v0", num_actions=3, max_episode_steps=-1), gym.wrappers.TimeLimit
     )
