@@ -106,6 +106,8 @@ def user_code_error(path: Any, error: BaseException, doing: str) -> str:
     where = f" line {line}" if line is not None else ""
     text = str(error).strip().splitlines()
     detail = f": {text[0]}" if text else ""
+    if isinstance(error, SystemExit):
+        detail = f": the file called sys.exit({error.code!r}); an agent file must not end the program"
     return f"agent_file {os.fspath(path)!r}{where} ({doing}): {type(error).__name__}{detail}"
 
 
@@ -116,7 +118,9 @@ def reporting_user_errors(path: Any, function: Any, doing: str) -> Any:
     def call(*args, **kwargs):
         try:
             return function(*args, **kwargs)
-        except Exception as error:  # noqa: BLE001 - the user's code: any error, one line
+        except (Exception, SystemExit) as error:  # noqa: BLE001 - the user's code: any error, one line
+            # SystemExit too (F16): a sys.exit() in the user's code ended the command with
+            # its status (0: "success" with nothing written).
             raise ValueError(user_code_error(path, error, doing)) from None
 
     return call

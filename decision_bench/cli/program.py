@@ -88,9 +88,10 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     from decision_bench.cli.arguments import check_path_options
 
-    if getattr(args, "command", None) == "analyze":
-        # I07: analyze computes no cells; "resume" would promise what it does not do.
-        console.set_interrupt_line(console.INTERRUPTED_ANALYSIS)
+    # I07: analyze computes no cells, so "resume" would promise what it does not do. Set
+    # for every command: a process (a test, a notebook) may run several in turn.
+    analysis = getattr(args, "command", None) == "analyze"
+    console.set_interrupt_line(console.INTERRUPTED_ANALYSIS if analysis else console.INTERRUPTED)
     try:
         check_path_options(args)  # before the command: no default or '.' stands in for ''
         return int(args.func(args) or 0)

@@ -37,7 +37,7 @@ def _import(path: Path) -> Any:
     module = importlib.util.module_from_spec(module_spec)
     try:
         module_spec.loader.exec_module(module)
-    except Exception as error:  # noqa: BLE001 - the user's code: any error, one line naming file and line
+    except (Exception, SystemExit) as error:  # noqa: BLE001 - the user's code: any error, one line naming file and line
         raise ValueError(user_code_error(path, error, "importing it")) from None
     return module
 

@@ -19,6 +19,11 @@ def test_ctrl_c_during_analyze_promises_no_resumable_cells(tmp_path, monkeypatch
     assert "resume" not in line and "cells, bandit chunks" not in line
 
 
-def test_the_run_commands_keep_the_resume_line():
-    assert "run the same command again to resume" in console.INTERRUPTED
+def test_a_run_command_after_analyze_in_one_process_keeps_the_resume_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(analyze_command, "analyze", _interrupted)
+    (tmp_path / "testbed.csv").write_text("agent\n")
+    assert cli.main(["analyze", str(tmp_path)]) == 130
+    capsys.readouterr()
+    assert cli.main(["reproduce", "--preset", "demo", "--estimate"]) == 0
     assert console.interrupt_line() == console.INTERRUPTED
+    assert "run the same command again to resume" in console.INTERRUPTED

@@ -57,3 +57,12 @@ def test_an_agent_file_not_ending_in_py_is_one_line(tmp_path):
     path.write_text("def make_agent(spec):\n    return None\n")
     with pytest.raises(ValueError, match=r"agent_file '.*agent.txt' must be a Python file ending in .py"):
         read_agent_file(path)
+
+
+def test_an_agent_file_that_calls_sys_exit_is_one_line_not_a_silent_exit(tmp_path):
+    # F16 (issue 34): sys.exit(0) at import made any command exit 0 with nothing written.
+    path = tmp_path / "quits.py"
+    path.write_text("import sys\nsys.exit(0)\n")
+    with pytest.raises(ValueError, match=r"agent_file '.*quits.py' line 2 \(importing it\): SystemExit: the file called sys.exit\(0\)"):
+        read_agent_file(path)
+    assert cli.main(["testbed", "--agents", "quits", "--agent-file", str(path), "--out", str(tmp_path / "o")]) == 2
