@@ -14,8 +14,18 @@ folder, for baselines a user stores for a lab):
   (each testbed cell's problem and seeds, the same for every agent), and per agent its
   fingerprint (``cells.agent_fingerprint``: its resolved config) and wall seconds.
 
-``store_baselines(run_dir, folder, name, command)`` makes both from the folder of a
-finished ``decision-bench testbed`` run (or several, on the same problems); ``load_baselines`` reads and verifies them;
+A set may also hold the decision side, the bandit runs of the baseline agents:
+
+- ``NAME_bandit.csv`` (+ ``.sha256``): the rows ``reproduce`` writes to bandit.csv (per
+  agent and seed, the cumulative regret at the logged steps and the final regret);
+- ``NAME.json``'s ``"bandit"`` record: the bandit cells' problems (env, num_steps and
+  env kwargs) and seeds, per agent its fingerprint (``cells.agent_fingerprint`` of its
+  bandit cell) and overrides (``agent_config``: a preset's 30-member ensembles, which a
+  comparison must use too), the command and the versions.
+
+``store_baselines(run_dir, folder, name, command)`` makes them from the folder of a
+finished ``decision-bench testbed`` run (or several, on the same problems), or of a
+finished ``decision-bench reproduce`` run (both sides); ``load_baselines`` reads and verifies them;
 ``stale_reasons`` says which baseline agents were made by other code than this
 process's (another package version, or another resolved config), so a comparison
 never silently uses them.
@@ -68,10 +78,39 @@ class Baselines:
     rows: pd.DataFrame
     problems: tuple[tuple[tuple, tuple[int, ...]], ...]
     meta: Mapping[str, Any]
+    # The decision side, in sets stored from a reproduce run (None and () otherwise):
+    # bandit.csv's rows of every baseline agent, and the bandit cells' (problem, seeds).
+    bandit_rows: pd.DataFrame | None = None
+    bandit_problems: tuple[tuple[tuple, tuple[int, ...]], ...] = ()
 
     @property
     def agents(self) -> tuple[str, ...]:
         return tuple(self.meta["agents"])
+
+    @property
+    def has_bandit(self) -> bool:
+        return self.bandit_rows is not None
+
+    @property
+    def bandit_agents(self) -> tuple[str, ...]:
+        return tuple((self.meta.get("bandit") or {}).get("agents") or ())
+
+    def agent_config(self, agent: str, kind: str = "testbed") -> dict[str, Any]:
+        """The overrides the stored ``agent`` ran with on the ``kind`` side ("testbed" or
+        "bandit"): {} for its defaults (and in sets stored before overrides were recorded)."""
+        record = self.meta["agents"] if kind == "testbed" else (self.meta.get("bandit") or {}).get("agents") or {}
+        return dict((record.get(agent) or {}).get("agent_config") or {})
+
+    def bandit_cells(
+        self, agent: str, agent_file_sha256: str | None = None, agent_config: Mapping[str, Any] | None = None
+    ) -> tuple[Cell, ...]:
+        """The bandit cells of ``agent`` on the stored bandit problems (the same env kwargs,
+        steps and seeds: environments are functions of the seed), as ``cells`` does for the
+        testbed; () in a set without bandit rows."""
+        return tuple(
+            Cell("bandit", agent, dict(agent_config or {}), problem, seeds, agent_file_sha256=agent_file_sha256)
+            for problem, seeds in self.bandit_problems
+        )
 
     def cells(
         self, agent: str, agent_file_sha256: str | None = None, agent_config: Mapping[str, Any] | None = None
@@ -159,7 +198,52 @@ def load_baselines(name_or_path: str | Path) -> Baselines:
     missing = sorted(set(meta["agents"]) - set(rows["agent"]))
     if missing:
         raise ValueError(f"baselines file {str(csv_path)!r} has no rows for {missing}")
-    return Baselines(name, rows, problems, meta)
+    bandit_rows, bandit_problems = _load_bandit(path, meta)
+    return Baselines(name, rows, problems, meta, bandit_rows, bandit_problems)
+
+
+def _load_bandit(path: Path, meta: Mapping[str, Any]) -> tuple[pd.DataFrame | None, tuple]:
+    """The bandit side of a record (None, () without one): NAME_bandit.csv verified by its
+    checksum, and the problems; ValueError naming the file when malformed."""
+    record = meta.get("bandit")
+    if record is None:
+        return None, ()
+    problems = record.get("problems") if isinstance(record, dict) else None
+    agents = record.get("agents") if isinstance(record, dict) else None
+    if (
+        not isinstance(agents, dict) or not agents or not isinstance(problems, list) or not problems
+        or not all(isinstance(e, dict) and "problem" in e and "seeds" in e for e in problems)
+    ):
+        raise ValueError(
+            f"baselines file {str(path)!r} has a malformed \"bandit\" record: it must map \"agents\" to their "
+            "records and list \"problems\" as {\"problem\": ..., \"seeds\": [...]} entries"
+        )
+    csv_path = path.with_name(bandit_csv_name(path.stem))
+    try:
+        data = csv_path.read_bytes()
+    except OSError as error:
+        raise ValueError(f"baselines file {str(csv_path)!r} cannot be read: {error}") from None
+    if verify_results_file(csv_path, data) is None:
+        raise ValueError(f"baselines file {str(csv_path)!r} has no checksum file beside it: not verifiable")
+    rows = pd.read_csv(io.BytesIO(data))
+    try:
+        parsed = tuple(
+            (Cell("bandit", "_", (), entry["problem"], tuple(entry["seeds"])).problem, tuple(entry["seeds"]))
+            for entry in problems
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(
+            f"baselines file {str(path)!r} has a malformed bandit problem ({type(error).__name__}: {error})"
+        ) from None
+    missing = sorted(set(agents) - set(rows["agent"]))
+    if missing:
+        raise ValueError(f"baselines file {str(csv_path)!r} has no rows for {missing}")
+    return rows, parsed
+
+
+def bandit_csv_name(name: str) -> str:
+    """The file of a set's bandit rows: NAME_bandit.csv."""
+    return f"{name}_bandit.csv"
 
 
 def stale_reasons(baselines: Baselines) -> dict[str, str]:
@@ -177,11 +261,32 @@ def stale_reasons(baselines: Baselines) -> dict[str, str]:
         if version_reason:
             reasons[agent] = version_reason
             continue
-        now = agent_fingerprint(baselines.cells(agent)[0])
+        now = agent_fingerprint(baselines.cells(agent, agent_config=baselines.agent_config(agent))[0])
         if now is None:
             reasons[agent] = "no longer a registered agent"
         elif now != record.get("fingerprint"):
             reasons[agent] = "its default config changed since the rows were stored"
+    return reasons
+
+
+def bandit_stale_reasons(baselines: Baselines) -> dict[str, str]:
+    """``stale_reasons`` for the bandit side: {baseline agent: why its stored bandit rows
+    are not this code's rows} (another package version, or a resolved config, with the
+    stored overrides, that changed since); {} in a set without bandit rows."""
+    from decision_bench import __version__
+
+    record = baselines.meta.get("bandit") or {}
+    stored_version = (record.get("versions") or {}).get(PACKAGE)
+    reasons: dict[str, str] = {}
+    for agent, entry in (record.get("agents") or {}).items():
+        if stored_version != __version__:
+            reasons[agent] = f"stored by {PACKAGE} {stored_version}, this is {__version__}"
+            continue
+        now = agent_fingerprint(baselines.bandit_cells(agent, agent_config=baselines.agent_config(agent, "bandit"))[0])
+        if now is None:
+            reasons[agent] = "no longer a registered agent"
+        elif now != entry.get("fingerprint"):
+            reasons[agent] = "its config changed since the bandit rows were stored"
     return reasons
 
 
@@ -267,6 +372,75 @@ def _run_cells(run_dir: Path) -> tuple[list, dict, dict]:
     return cells, created, {"versions": versions, "fingerprints": fingerprints}
 
 
+def _is_reproduce_run(run_dir: Path) -> bool:
+    """Whether ``run_dir`` is a ``decision-bench reproduce`` folder (its manifest's
+    command, or a run.json of a folder made before manifests)."""
+    manifest = read_manifest(run_dir) or {}
+    return manifest.get("command") == "reproduce" or (not manifest and (run_dir / "run.json").is_file())
+
+
+def _tupled(value: Any) -> Any:
+    """JSON lists back to the tuples a Preset holds."""
+    return tuple(_tupled(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _reproduce_cells(run_dir: Path) -> tuple[list, list, dict, dict]:
+    """A finished reproduce run's verified testbed cells and bandit cells (each a list of
+    (cell, store) in the run's plan order), each cell's creation time, and the run's
+    versions and fingerprints per kind. The plan is rebuilt from the run's run.json
+    (written after its last cell: ``reproduce.build_cells`` of its preset and agents);
+    a run without one, or with a planned cell not finished, is refused in one line
+    naming the cells done per agent and kind."""
+    from decision_bench.experiments.presets import Preset  # noqa: PLC0415 - presets import the agents
+    from decision_bench.experiments.reproduce import build_cells  # noqa: PLC0415 - reproduce imports this module
+
+    store = ResultsStore(run_dir / "cells")
+    payloads = {}
+    for path in sorted(store.directory.glob("*.json")):
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        payloads[path.stem] = payload
+    info_path = run_dir / "run.json"
+    if not info_path.is_file():
+        found = Counter((p["cell"]["kind"], p["cell"]["agent"]) for p in payloads.values())
+        done = ", ".join(f"{agent} {kind} {n}" for (kind, agent), n in sorted(found.items())) or "none"
+        raise ValueError(
+            f"run folder {str(run_dir)!r} is unfinished (no run.json, which reproduce writes after its last "
+            f"cell); cells done per agent: {done}; finish the run (its command again resumes it) before storing it"
+        )
+    info = json.loads(info_path.read_text(encoding="utf-8"))
+    fields = {f.name for f in dataclasses.fields(Preset)}
+    preset = Preset(**{k: _tupled(v) for k, v in info["preset"].items() if k in fields})
+    digests = {}
+    for payload in payloads.values():
+        sha = payload["cell"].get("agent_file_sha256")
+        if sha is not None and digests.setdefault(payload["cell"]["agent"], sha) != sha:
+            raise ValueError(f"{str(run_dir)!r} holds cells of two versions of {payload['cell']['agent']}'s agent file")
+    plan = build_cells(preset, tuple(info["agents"]), digests)
+    missing = [c for c in plan if c.id not in payloads]
+    if missing:
+        total = Counter((c.kind, c.agent) for c in plan)
+        short = Counter((c.kind, c.agent) for c in missing)
+        done = ", ".join(f"{agent} {kind} {total[(kind, agent)] - short[(kind, agent)]} of {n}"
+                         for (kind, agent), n in total.items())
+        raise ValueError(
+            f"run folder {str(run_dir)!r} is unfinished ({len(missing)} planned cells have no finished cell "
+            f"file); cells done per agent: {done}; finish the run (its command again resumes it) before storing it"
+        )
+    testbed, bandit, created, versions = [], [], {}, None
+    fingerprints: dict[str, dict] = {"testbed": {}, "bandit": {}}
+    for cell in plan:
+        payload = payloads[cell.id]
+        if store.read(cell) is None:
+            raise CorruptCellFile(f"{str(store.path(cell))!r} did not verify")
+        (testbed if cell.kind == "testbed" else bandit).append((cell, store))
+        created[cell] = datetime.datetime.fromisoformat(payload["created"])
+        versions = versions or payload["versions"]
+        if payload["versions"].get(PACKAGE) != versions.get(PACKAGE):
+            raise ValueError(f"{str(run_dir)!r} mixes cells of {PACKAGE} versions")
+        fingerprints[cell.kind].setdefault(cell.agent, payload["agent_fingerprint"])
+    return testbed, bandit, created, {"versions": versions, "fingerprints": fingerprints}
+
+
 def _wall_seconds(run_dir: Path, cells, created) -> dict[str, int | None]:
     """Wall seconds per agent of one run, from the cells' creation times and the run's
     starts (the manifest's ``claims``): a testbed run computes its cells one after
@@ -299,7 +473,10 @@ def store_baselines(
     run_dir: str | Path | Sequence[str | Path], folder: str | Path, name: str, command: str | Sequence[str]
 ) -> Path:
     """Stores finished ``decision-bench testbed`` runs as baselines ``name`` in ``folder``;
-    returns the JSON's path.
+    returns the JSON's path. A finished ``decision-bench reproduce`` folder among them
+    gives both sides: its testbed cells as a testbed run's, and its bandit cells as
+    NAME_bandit.csv and NAME.json's "bandit" record (refused, like an unfinished testbed
+    run, while any cell of its plan is unfinished).
 
     run_dir: a run's folder (its testbed.csv and cells/), or several runs' folders
       made by one package version (e.g. the core agents in one run and the hmc floor,
@@ -322,18 +499,34 @@ def store_baselines(
     if len(commands) != len(run_dirs):
         raise ValueError(f"give one command per run folder: {len(run_dirs)} folders, {len(commands)} commands")
     cells, per_agent, versions = [], {}, None
+    bandit_cells, bandit_agents, bandit_commands, bandit_versions = [], {}, [], None
     for one_dir, one_command in zip(run_dirs, commands):
-        mine, created, made_by = _run_cells(one_dir)
+        if _is_reproduce_run(one_dir):
+            mine, theirs, created, made_by = _reproduce_cells(one_dir)
+            fingerprints, bandit_fingerprints = made_by["fingerprints"]["testbed"], made_by["fingerprints"]["bandit"]
+        else:
+            mine, created, made_by = _run_cells(one_dir)
+            theirs, fingerprints, bandit_fingerprints = [], made_by["fingerprints"], {}
         versions = versions or made_by["versions"]
         if made_by["versions"].get(PACKAGE) != versions.get(PACKAGE):
             raise ValueError(f"{str(one_dir)!r} was made by another {PACKAGE} version than {str(run_dirs[0])!r}")
-        twice = sorted(set(made_by["fingerprints"]) & set(per_agent))
+        twice = sorted(set(fingerprints) & set(per_agent)) + sorted(set(bandit_fingerprints) & set(bandit_agents))
         if twice:
             raise ValueError(f"{twice} ran in two of the given runs; give each agent's run once")
-        seconds = _wall_seconds(one_dir, mine, created)
-        for agent, fingerprint in made_by["fingerprints"].items():
-            per_agent[agent] = {"fingerprint": fingerprint, "wall_seconds": seconds[agent], "command": one_command}
+        # A reproduce run's cells are timed together: an agent's seconds are both sides'.
+        seconds = _wall_seconds(one_dir, mine + theirs, created)
+        configs = {c.agent: dict(c.agent_config) for c, _ in mine}
+        for agent, fingerprint in fingerprints.items():
+            per_agent[agent] = {"fingerprint": fingerprint, "wall_seconds": seconds[agent], "command": one_command,
+                                "agent_config": configs[agent]}
+        if theirs:
+            bandit_configs = {c.agent: dict(c.agent_config) for c, _ in theirs}
+            for agent, fingerprint in bandit_fingerprints.items():
+                bandit_agents[agent] = {"fingerprint": fingerprint, "agent_config": bandit_configs[agent]}
+            bandit_commands.append(one_command)
+            bandit_versions = bandit_versions or made_by["versions"]
         cells += mine
+        bandit_cells += theirs
     agents = tuple(per_agent)
     problems_of = {a: sorted((c.problem, c.seeds) for c, _ in cells if c.agent == a) for a in agents}
     reference = problems_of[agents[0]]
@@ -357,21 +550,56 @@ def store_baselines(
             ((c.problem, c.seeds) for c, _ in ordered if c.agent == agents[0])
         ],
     }
+    bandit_table = None
+    if bandit_cells:
+        bandit_table, meta["bandit"] = _bandit_side(bandit_cells, bandit_agents, bandit_commands, bandit_versions, name)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    csv_name, json_name = f"{name}.csv", f"{name}.json"
+    csv_name, json_name, bandit_name = f"{name}.csv", f"{name}.json", bandit_csv_name(name)
     # Hidden and ending in .tmp: stored_names (*.json) never sees it; kill -9 may leave it.
     stage = Path(tempfile.mkdtemp(dir=folder, prefix=f".{name}.", suffix=".tmp"))
     try:
         write_results_csv(stage / csv_name, rows)
+        moves = [checksum_path(stage / csv_name).name, csv_name]
+        if bandit_table is not None:
+            write_results_csv(stage / bandit_name, bandit_table)
+            moves += [checksum_path(stage / bandit_name).name, bandit_name]
         atomic_write_text(stage / json_name, json.dumps(meta, indent=1) + "\n")
         (folder / json_name).unlink(missing_ok=True)
-        sidecar = checksum_path(stage / csv_name).name
-        for moved in (sidecar, csv_name, json_name):  # NAME.json, which makes the set visible, last
+        if bandit_table is None:  # a testbed-only set in place of one with bandit rows: none left beside it
+            for stray in (bandit_name, checksum_path(folder / bandit_name).name):
+                (folder / stray).unlink(missing_ok=True)
+        for moved in (*moves, json_name):  # NAME.json, which makes the set visible, last
             os.replace(stage / moved, folder / moved)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return folder / json_name
+
+
+def _bandit_side(cells, agents: dict, commands: list, versions: dict, name: str) -> tuple[pd.DataFrame, dict]:
+    """(NAME_bandit.csv's rows, NAME.json's "bandit" record) of a reproduce run's finished
+    bandit cells [(cell, store)]: the rows as reproduce writes bandit.csv (its family
+    columns, and agent_config when any agent has overrides); every agent on the same
+    bandit problems and seeds, else ValueError."""
+    from decision_bench.experiments.reproduce import bandit_rows, with_agent_config  # noqa: PLC0415
+
+    names = tuple(agents)
+    problems_of = {a: [(c.problem, c.seeds) for c, _ in cells if c.agent == a] for a in names}
+    for agent in names[1:]:
+        if sorted(problems_of[agent]) != sorted(problems_of[names[0]]):
+            raise ValueError(f"{agent} and {names[0]} ran on other bandit problems")
+    ordered = [(c, store) for a in names for c, store in cells if c.agent == a]
+    table = with_agent_config(bandit_rows([(c, store.read(c)) for c, store in ordered]), [c for c, _ in ordered])
+    for agent in names:
+        agents[agent]["rows"] = int((table["agent"] == agent).sum())
+    record = {
+        "csv": bandit_csv_name(name),
+        "command": " ; ".join(commands),
+        "versions": versions,
+        "agents": agents,
+        "problems": [{"problem": dict(problem), "seeds": list(seeds)} for problem, seeds in problems_of[names[0]]],
+    }
+    return table, record
 
 
 # The problem keys a run's testbed cell may carry beyond a stored problem's: the sweep
