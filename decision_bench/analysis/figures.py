@@ -435,6 +435,52 @@ def plot_agent_regret_vs_kl(
     return _save(fig, directory, stem)
 
 
+def plot_leaderboard_regret_vs_dkl10(
+    points: pd.DataFrame,
+    yours,
+    fit: Mapping[str, float] | None,
+    directory: Path,
+    stem: str = "leaderboard_regret_vs_dkl10",
+) -> list[Path]:
+    """The leaderboard's Fig. 9: mean final regret (log) against d_KL^10 (log), one point
+    per agent, the baselines' in their colours and the user's agents (``yours``) drawn
+    large with a black edge; with ``fit`` (``analysis.leaderboard.regret_trend``) the
+    baselines' least-squares line of log regret on log d_KL^10, and a band of one
+    residual standard deviation either side. Points without positive values are left out."""
+    yours = set(map(str, yours))
+    rows = points[(points["dkl_10"] > 0) & (points["regret"] > 0)]
+    if rows.empty:
+        return _skip(stem, "no agent has a positive d_KL^10 and mean final regret")
+    fig, (ax,) = _new_figure(5.2, 4.4)
+    for _, row in rows.iterrows():
+        mine = row["agent"] in yours
+        ax.scatter(row["dkl_10"], row["regret"], s=90 if mine else 28, marker="*" if mine else "o",
+                   color=agent_colour(row["agent"]), edgecolors="black" if mine else "none", zorder=4 if mine else 3)
+    if fit:
+        lx = np.log(rows["dkl_10"].to_numpy(float))
+        grid = np.linspace(lx.min(), lx.max(), 50)
+        line = fit["intercept"] + fit["slope"] * grid
+        ax.plot(np.exp(grid), np.exp(line), color="black", linewidth=1)
+        ax.fill_between(np.exp(grid), np.exp(line - fit["residual_sd"]), np.exp(line + fit["residual_sd"]),
+                        color="0.85", zorder=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.margins(0.12)
+    ax.set_xlabel("agent mean testbed d_KL^10 (stored problems)")
+    ax.set_ylabel("agent mean final bandit regret")
+    _caption(
+        fig,
+        "Each point: one agent, its stratified mean d_KL^10 over the stored testbed problems against its mean "
+        "final regret over the stored bandit runs. Stars with a black edge: your agents. "
+        + ("Line: least squares of log regret on log d_KL^10 over the baselines; band: +- one residual "
+           "standard deviation." if fit else "No trend line: too few baseline points."),
+        5.2,
+    )
+    readable_log_ticks(ax)
+    place_point_labels(ax, rows["dkl_10"].to_numpy(float), rows["regret"].to_numpy(float), rows["agent"].astype(str))
+    return _save(fig, directory, stem)
+
+
 def all_figures(
     testbed: pd.DataFrame,
     bandit: pd.DataFrame,

@@ -151,3 +151,160 @@ def markdown(score_table: pd.DataFrame, paired: pd.DataFrame, notes: list[str]) 
                   "differences of this table (two-sided 5%). With many comparisons, about 1 in 20 differences "
                   "is beyond 2 standard errors by chance alone: read single stars as leads, not findings."]
     return "\n".join(lines) + "\n"
+
+
+# The decision side: each run's final regret (one bandit problem, one seed) of the
+# agents run on a stored set's bandit cells (``experiments.baselines``).
+_BANDIT_PROBLEM = ["env", "input_dim", "num_actions", "temperature", "activation", "hidden_sizes"]
+MIN_TREND_POINTS = 5  # baseline points a fitted trend of regret on d_KL^10 needs
+MEDIAN_RESAMPLES = 2000  # bootstrap resamples of the median's standard error
+
+
+def final_regrets(bandit: pd.DataFrame) -> pd.DataFrame:
+    """One row per (agent, bandit problem, seed): its final_regret (bandit.csv's rows
+    carry it on every logged step of the seed; taken from the last)."""
+    keys = ["agent", *[c for c in _BANDIT_PROBLEM if c in bandit.columns], "seed"]
+    last = bandit.sort_values("step").groupby(keys, sort=False, dropna=False).tail(1)
+    return last[keys + ["final_regret"]].reset_index(drop=True)
+
+
+def bandit_scores(bandit: pd.DataFrame, agents=None) -> pd.DataFrame:
+    """One row per agent (``agents``' order, else order of appearance): over its runs
+    (every stored bandit problem and seed; a run whose agent failed, final_regret NaN,
+    left out and counted in ``failed``): the mean final regret and its standard error
+    (sd / sqrt(n)), the median with a bootstrap standard error (``MEDIAN_RESAMPLES``
+    resamples of a fixed generator), and the mean of log final regret with its standard
+    error (NaN when a final regret is 0: its log is not finite)."""
+    finals = final_regrets(bandit)
+    order = list(dict.fromkeys(finals["agent"])) if agents is None else list(agents)
+    rows = []
+    for agent in order:
+        values = finals.loc[finals["agent"] == agent, "final_regret"].to_numpy(float)
+        ok = values[np.isfinite(values)]
+        n = len(ok)
+        sd = float(ok.std(ddof=1)) if n > 1 else np.nan
+        rng = np.random.default_rng(0)
+        medians = np.median(ok[rng.integers(0, n, (MEDIAN_RESAMPLES, n))], axis=1) if n > 1 else np.array([np.nan])
+        logs = np.log(ok) if n and (ok > 0).all() else np.full(n, np.nan)
+        rows.append({
+            "agent": agent,
+            "runs": n,
+            "failed": int(len(values) - n),
+            "final_regret_mean": float(ok.mean()) if n else np.nan,
+            "final_regret_mean_se": sd / np.sqrt(n) if n else np.nan,
+            "final_regret_median": float(np.median(ok)) if n else np.nan,
+            "final_regret_median_se": float(medians.std(ddof=1)) if n > 1 else np.nan,
+            "log_final_regret_mean": float(logs.mean()) if n else np.nan,
+            "log_final_regret_mean_se": float(logs.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan,
+        })
+    return pd.DataFrame(rows)
+
+
+def bandit_paired_differences(bandit: pd.DataFrame, agents, baselines) -> pd.DataFrame:
+    """Rows (agent, baseline, metric "final_regret", difference, difference_se, problems,
+    z, beyond_2se, beyond_bonferroni): per run (bandit problem, seed), agent's final
+    regret minus the baseline's on the same problem and seed; the mean over runs and its
+    standard error (sd of the differences / sqrt(n)). Runs where either side failed (NaN)
+    are left out; a run only one side has is a ValueError naming it (not paired)."""
+    finals = final_regrets(bandit)
+    keys = [c for c in finals.columns if c not in ("agent", "final_regret")]
+    rows = []
+    for agent in agents:
+        mine = finals[finals["agent"] == agent].drop(columns="agent")
+        for baseline in baselines:
+            theirs = finals[finals["agent"] == baseline].drop(columns="agent")
+            both = mine.merge(theirs, on=keys, how="outer", suffixes=("_agent", "_baseline"), indicator=True)
+            unmatched = both[both["_merge"] != "both"]
+            if len(unmatched):
+                first = unmatched.iloc[0]
+                side = agent if first["_merge"] == "left_only" else baseline
+                where = ", ".join(f"{k}={first[k]}" for k in keys)
+                raise ValueError(f"{agent} and {baseline} were not run on the same bandit problems: only {side} has ({where})")
+            difference = (both["final_regret_agent"] - both["final_regret_baseline"]).to_numpy(float)
+            difference = difference[np.isfinite(difference)]
+            n = len(difference)
+            rows.append({
+                "agent": agent,
+                "baseline": baseline,
+                "metric": "final_regret",
+                "difference": float(difference.mean()) if n else np.nan,
+                "difference_se": float(difference.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan,
+                "problems": n,
+            })
+    columns = ["agent", "baseline", "metric", "difference", "difference_se", "problems"]
+    return with_significance(pd.DataFrame(rows, columns=columns))
+
+
+def regret_trend(points: pd.DataFrame, agent: str, baselines) -> tuple[str, dict | None]:
+    """Where ``agent`` falls against the baselines' trend of regret on d_KL^10: (one
+    sentence, the fit {slope, intercept, residual_sd, points, residual, z} or None).
+
+    points: one row per agent with ``dkl_10`` and ``regret`` (mean final regret). The
+    trend is the least-squares line of log regret on log d_KL^10 over the baselines'
+    points (both positive and finite); its residual standard deviation is
+    sqrt(sum of squared residuals / (n - 2)). With fewer than ``MIN_TREND_POINTS``
+    baseline points no trend is fitted and the sentence says so."""
+    table = points.set_index("agent")
+    usable = [
+        b for b in baselines
+        if b in table.index and np.isfinite(table.at[b, "dkl_10"]) and np.isfinite(table.at[b, "regret"])
+        and table.at[b, "dkl_10"] > 0 and table.at[b, "regret"] > 0
+    ]
+    if len(usable) < MIN_TREND_POINTS:
+        return (
+            f"No trend of regret on d_KL^10 fitted: the baselines give {len(usable)} points with both "
+            f"(positive d_KL^10 and mean final regret), and a trend needs at least {MIN_TREND_POINTS}.",
+            None,
+        )
+    x = np.log(table.loc[usable, "dkl_10"].to_numpy(float))
+    y = np.log(table.loc[usable, "regret"].to_numpy(float))
+    slope, intercept = np.polyfit(x, y, 1)
+    residual_sd = float(np.sqrt(np.sum((y - (intercept + slope * x)) ** 2) / (len(x) - 2)))
+    fit = {"slope": float(slope), "intercept": float(intercept), "residual_sd": residual_sd, "points": len(x)}
+    mine = table.loc[agent] if agent in table.index else None
+    if mine is None or not (mine["dkl_10"] > 0 and mine["regret"] > 0):
+        return f"{agent} has no positive d_KL^10 and mean final regret to place against the baselines' trend.", fit
+    residual = float(np.log(mine["regret"]) - (intercept + slope * np.log(mine["dkl_10"])))
+    z = residual / residual_sd if residual_sd > 0 else np.inf * np.sign(residual)
+    fit.update(residual=residual, z=float(z))
+    side = "above" if residual > 0 else "below"
+    more = "more" if residual > 0 else "less"
+    return (
+        f"{agent} lies {side} the baselines' trend (least squares of log regret on log d_KL^10 over "
+        f"{len(x)} baselines) by {abs(z):.1f} of the baselines' residual standard deviations: "
+        f"{np.exp(residual):.2f} times the regret the trend predicts at its d_KL^10 ({more} regret than "
+        "baselines of its d_KL^10 have).",
+        fit,
+    )
+
+
+def bandit_markdown(scores_table: pd.DataFrame, paired: pd.DataFrame, notes: list[str], sentences: list[str]) -> str:
+    """The decision side of leaderboard.md: notes, final regret per agent (mean, median,
+    mean log, each +- standard error), the paired differences (agent - baseline on the
+    same bandit problems and seeds; lower regret is better) and the trend sentences."""
+    lines = ["", "## Decision side: Thompson sampling on the stored bandit problems", ""]
+    lines += [f"- {note}" for note in notes]
+    lines += ["", "### Final regret per agent (over its bandit runs, +- standard error)", ""]
+    lines.append("| agent | runs | mean | median | mean log |")
+    lines.append("|---|---|---|---|---|")
+    for _, row in scores_table.iterrows():
+        lines.append(
+            f"| {row['agent']} | {row['runs']} | {row['final_regret_mean']:.2f} +- {row['final_regret_mean_se']:.2f} "
+            f"| {row['final_regret_median']:.2f} +- {row['final_regret_median_se']:.2f} "
+            f"| {row['log_final_regret_mean']:.3f} +- {row['log_final_regret_mean_se']:.3f} |"
+        )
+    lines += ["", "### Paired differences of final regret (agent - baseline on the same problems and seeds)", ""]
+    if paired.empty:
+        lines.append("(no baseline to compare with)")
+    else:
+        lines.append("| agent | baseline | difference | runs |")
+        lines.append("|---|---|---|---|")
+        for _, row in paired.iterrows():
+            mark = "**" if row["beyond_bonferroni"] else ("*" if row["beyond_2se"] else "")
+            lines.append(
+                f"| {row['agent']} | {row['baseline']} | {row['difference']:+.2f} +- {row['difference_se']:.2f}{mark} "
+                f"| {row['problems']} |"
+            )
+    lines += ["", "### Regret against d_KL^10", ""]
+    lines += sentences
+    return "\n".join(lines) + "\n"

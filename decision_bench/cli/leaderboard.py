@@ -16,6 +16,20 @@ setting and seed), then prints and writes:
   its error is a fraction of the scores');
 - DIR/leaderboard.md (both tables) and DIR/testbed.csv (your agents' rows).
 
+With --bandit (off by default; its estimated cost printed first), your agents also run
+Thompson sampling on the stored set's bandit cells (the same env kwargs, steps and seeds:
+environments are functions of the seed), and beside the d_KL tables:
+
+- DIR/leaderboard_bandit.csv: each agent's mean, median and mean log final regret, with
+  standard errors, yours and the baselines';
+- DIR/leaderboard_bandit_paired.csv: per your agent and baseline, the mean over runs of
+  your final regret minus the baseline's on the same problem and seed, with its standard error;
+- DIR/leaderboard_regret_vs_dkl10.png/.pdf (with matplotlib): regret against d_KL^10, and in
+  leaderboard.md where your agent falls against the baselines' trend;
+- DIR/bandit.csv: your agents' bandit rows.
+
+Only sets stored from a ``reproduce`` run hold bandit rows (``--list`` says which).
+
 A registered agent given without --set replaces the stored one of its name (scored
 anew); with --set values it is another agent, labelled with them (e.g.
 "ensemble (num_ensemble=10)"), and the stored one stays among the baselines.
@@ -36,6 +50,7 @@ import io
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
@@ -43,13 +58,16 @@ from decision_bench._src.files import atomic_write_text, write_results_csv
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.validation import check_choice
 from decision_bench.agents import names as registered_names
-from decision_bench.analysis.leaderboard import markdown, paired_differences, scores
+from decision_bench.analysis.leaderboard import (
+    bandit_markdown, bandit_paired_differences, bandit_scores, markdown, paired_differences, regret_trend, scores,
+)
 from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
 from decision_bench.cli.testbed import run_command_cells
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, describe_testbed_cell
 from decision_bench.experiments.baselines import (
-    STORED_DIR, library_differences, load_baselines, stale_reasons, stored_names,
+    STORED_DIR, Baselines, bandit_stale_reasons, library_differences, load_baselines, stale_reasons, stored_names,
 )
+from decision_bench.experiments.cells import config_label
 from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.experiments.store import ResultsStore
 
@@ -77,6 +95,11 @@ def register(subparsers) -> argparse.ArgumentParser:
         "--allow-stale", action="store_true",
         help="also compare with baselines made by other code (marked stale in the tables)",
     )
+    parser.add_argument(
+        "--bandit", action="store_true",
+        help="also run your agents on the set's bandit cells and compare final regret (sets stored from a "
+        "reproduce run; the cost is printed first)",
+    )
     parser.add_argument("--list", action="store_true", help="list the stored baselines and exit")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=main)
@@ -99,9 +122,13 @@ def _list(folder: Path | None = None) -> int:
             continue
         problems = sum(len(seeds) for _, seeds in stored.problems)
         reasons = stale_reasons(stored)
+        bandit = (
+            f"; bandit: {len(stored.bandit_agents)} agents on {len(stored.bandit_problems)} settings, "
+            f"{sum(len(seeds) for _, seeds in stored.bandit_problems)} runs"
+        ) if stored.has_bandit else ""
         print(
             f"{name}: {len(stored.agents)} agents ({', '.join(stored.agents)}) on {len(stored.problems)} "
-            f"settings, {problems} problems; made by: {stored.meta.get('command', 'unknown')}"
+            f"settings, {problems} problems{bandit}; made by: {stored.meta.get('command', 'unknown')}"
             + (f"; stale: {', '.join(sorted(reasons))}" if reasons else "")
         )
     if not names:
@@ -115,12 +142,42 @@ def _as_stored(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
 
 
+def _sets_with_bandit_rows() -> list[str]:
+    """The stored sets that hold bandit rows (a set that cannot be read is not one)."""
+    names = []
+    for name in stored_names():
+        try:
+            if load_baselines(name).has_bandit:
+                names.append(name)
+        except ValueError:
+            continue
+    return names
+
+
+def _check_bandit(stored: Baselines) -> None:
+    """One line unless ``stored`` holds bandit rows, naming it and the sets that do."""
+    if stored.has_bandit:
+        return
+    others = _sets_with_bandit_rows()
+    raise ValueError(
+        f"--bandit: the baselines {stored.name!r} hold no bandit rows; stored sets with bandit rows: "
+        f"{', '.join(others) or 'none'} (a set stored from a finished reproduce run has them)"
+    )
+
+
+def _describe_bandit_cell(cell) -> str:
+    problem = dict(cell.problem)
+    return f"{cell.agent} bandit d={problem.get('input_dim')} {problem.get('num_steps')} steps"
+
+
 def main(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
     if args.out is None:
         raise ValueError("--out is required (the folder for the tables and the agents' cells)")
     stored = load_baselines(args.baselines or DEFAULT_BASELINES)
+    if args.bandit:
+        _check_bandit(stored)
     registered = parse_agent_list(args.agents) if args.agents else ()
     for agent in registered:
         check_choice("--agents", agent, registered_names())
@@ -139,12 +196,25 @@ def main(args: argparse.Namespace) -> int:
     replaced = [a for a in registered if a in stored.agents and a not in labels]
     reasons = stale_reasons(stored)
     compared = [a for a in stored.agents if a not in replaced and (args.allow_stale or a not in reasons)]
-    cells = tuple(c for a in agents for c in stored.cells(a, digests.get(a), settings.get(a)))
+
+    def config(agent: str, kind: str) -> dict:
+        # A baseline's name given without --set is that baseline scored anew: with the
+        # overrides the set stored it with (a preset's 30-member ensembles), {} in older sets.
+        return settings[agent] if agent in settings else (stored.agent_config(agent, kind) if agent in replaced else {})
+
+    cells = tuple(c for a in agents for c in stored.cells(a, digests.get(a), config(a, "testbed")))
     arguments = {
         "--agents": list(registered), "--agent-file": {f.name: f.sha256 for f in files},
         "--set": {a: {k: repr(v) for k, v in sorted(values.items())} for a, values in sorted(settings.items())},
         "--baselines": stored.name, "--allow-stale": bool(args.allow_stale),
     }
+    bandit_cells = ()
+    if args.bandit:
+        from decision_bench.experiments.estimate import estimate_cells  # noqa: PLC0415
+
+        arguments["--bandit"] = True  # only when given: folders of earlier leaderboards keep their arguments
+        bandit_cells = tuple(c for a in agents for c in stored.bandit_cells(a, digests.get(a), config(a, "bandit")))
+        print(f"--bandit: {estimate_cells(bandit_cells).line()}", flush=True)
     with claim_run_dir(args.out, "leaderboard", arguments) as out:
         frame = run_command_cells(
             cells,
@@ -181,7 +251,70 @@ def main(args: argparse.Namespace) -> int:
         write_results_csv(out / "leaderboard.csv", score_table)
         write_results_csv(out / "leaderboard_paired.csv", paired)
         text = markdown(score_table, paired, notes)
+        written = ["leaderboard.csv", "leaderboard_paired.csv"]
+        if args.bandit:
+            text += _bandit_side(args, stored, out, bandit_cells, files, labels, yours, replaced, score_table)
+            written += ["leaderboard_bandit.csv", "leaderboard_bandit_paired.csv", "bandit.csv"]
         atomic_write_text(out / "leaderboard.md", text)
     print(text, end="")
-    print(f"wrote {out / 'leaderboard.md'}, leaderboard.csv, leaderboard_paired.csv")
+    print(f"wrote {out / 'leaderboard.md'}, {', '.join(written)}")
     return 0
+
+
+def _bandit_side(args, stored: Baselines, out: Path, cells, files, labels, yours, replaced, score_table) -> str:
+    """Runs (or resumes) your agents' bandit cells, writes leaderboard_bandit.csv,
+    leaderboard_bandit_paired.csv, bandit.csv and the regret-vs-d_KL^10 figure; returns
+    the decision side's Markdown."""
+    from decision_bench._src.extras import plotting_available  # noqa: PLC0415
+    from decision_bench.experiments.reproduce import CellRunner, bandit_rows, with_agent_config  # noqa: PLC0415
+
+    runner = CellRunner(str(out), tuple((f.name, f.path) for f in files), progress=False)
+    store = ResultsStore(out / CELLS_DIR)
+    run_command_cells(
+        cells, runner, store, desc="leaderboard bandit", describe=_describe_bandit_cell, progress=not args.no_progress,
+    )
+    frame = with_agent_config(bandit_rows([(cell, store.read(cell)) for cell in cells]), cells)
+    write_results_csv(out / "bandit.csv", frame)
+    ours = _as_stored(frame)
+    ours["agent"] = ours["agent"].map(lambda a: labels.get(a, a))
+    reasons = bandit_stale_reasons(stored)
+    compared = [a for a in stored.bandit_agents if a not in replaced and (args.allow_stale or a not in reasons)]
+    theirs = stored.bandit_rows[stored.bandit_rows["agent"].isin(compared)]
+    both = pd.concat([ours, theirs], ignore_index=True)
+    table = bandit_scores(both, [*yours, *compared])
+    table.insert(1, "source", ["yours" if a in yours else ("stored, stale" if a in reasons else "stored")
+                               for a in table["agent"]])
+    paired = bandit_paired_differences(both, yours, compared)
+    write_results_csv(out / "leaderboard_bandit.csv", table)
+    write_results_csv(out / "leaderboard_bandit_paired.csv", paired)
+    record = stored.meta["bandit"]
+    notes = [f"bandit baselines of {stored.name!r}: {record.get('command')} "
+             f"({(record.get('versions') or {}).get('decision-bench')}); "
+             + "; ".join(f"{dict(p)['env']} {', '.join(f'{k}={v}' for k, v in p if k != 'env')}, "
+                         f"{len(seeds)} seeds" for p, seeds in stored.bandit_problems)]
+    notes += [f"baseline {a} ran with {config_label(stored.agent_config(a, 'bandit'))} (the set's overrides)"
+              for a in compared if stored.agent_config(a, "bandit")]
+    for agent, reason in sorted(reasons.items()):
+        if agent not in replaced:
+            verb = "compared anyway (--allow-stale)" if args.allow_stale else "left out (--allow-stale compares it)"
+            notes.append(f"bandit baseline {agent} is stale ({reason}): {verb}")
+    # The figure's points: each agent's d_KL^10 (the testbed table above) and mean final regret.
+    dkl = score_table.set_index("agent")["dkl_10"] if "dkl_10" in score_table.columns else pd.Series(dtype=float)
+    points = pd.DataFrame({
+        "agent": table["agent"],
+        "dkl_10": [float(dkl.get(a, np.nan)) for a in table["agent"]],
+        "regret": table["final_regret_mean"].to_numpy(float),
+    })
+    sentences, fit = [], None
+    for agent in yours:
+        sentence, fit = regret_trend(points, agent, compared)
+        sentences.append(sentence)
+    if plotting_available():
+        from decision_bench.analysis.figures import plot_leaderboard_regret_vs_dkl10  # noqa: PLC0415
+
+        drawn = plot_leaderboard_regret_vs_dkl10(points, yours, fit, out)
+        if drawn:
+            sentences += ["", f"Figure: {', '.join(p.name for p in drawn)}."]
+    else:
+        sentences += ["", "Figure skipped: it needs matplotlib (pip install 'decision-bench[plot]')."]
+    return bandit_markdown(table, paired, notes, sentences)
