@@ -11,6 +11,14 @@ own) are stored together: give every run folder, then NAME, and one --command pe
     python scripts/store_baselines.py runs/baselines_standard runs/baselines_standard_hmc standard \
         --command "decision-bench testbed ... (core agents)" --command "decision-bench testbed --agents hmc ..."
 
+A finished ``decision-bench reproduce`` folder stores both sides: its testbed rows and
+its bandit rows (NAME_bandit.csv, and a "bandit" record in NAME.json), which
+``decision-bench leaderboard --bandit`` compares with:
+
+    decision-bench reproduce --preset standard --out runs/baselines_standard_reproduce
+    python scripts/store_baselines.py runs/baselines_standard_reproduce standard-reproduce \
+        --command "decision-bench reproduce --preset standard --out runs/baselines_standard_reproduce"
+
 writes decision_bench/experiments/baselines/NAME.csv (+ .csv.sha256) and NAME.json
 (``experiments.baselines.store_baselines``), which ``decision-bench leaderboard``
 reads. Commit them with the code that made them: tests/experiments/test_stored_baselines.py
@@ -26,7 +34,7 @@ from decision_bench.experiments.store import CorruptCellFile
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dirs", nargs="+", help="the folders of finished decision-bench testbed runs")
+    parser.add_argument("run_dirs", nargs="+", help="the folders of finished decision-bench testbed (or reproduce) runs")
     parser.add_argument("name", help=f"the baselines' name, e.g. the sweep's (standard, paper2d): {NAME_RULE}")
     parser.add_argument(
         "--command", required=True, action="append",
@@ -42,6 +50,9 @@ def main() -> int:
     stored = load_baselines(path)
     seconds = {a: r["wall_seconds"] for a, r in stored.meta["agents"].items()}
     print(f"stored {len(stored.rows)} rows of {', '.join(stored.agents)} in {path}; wall seconds {seconds}")
+    if stored.has_bandit:
+        print(f"and {len(stored.bandit_rows)} bandit rows of {', '.join(stored.bandit_agents)} in "
+              f"{path.with_name(path.stem + '_bandit.csv')}")
     return 0
 
 

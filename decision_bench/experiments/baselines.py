@@ -60,7 +60,10 @@ PACKAGE = "decision-bench"
 # A stored name is a plain file name in the folder (NAME.csv, NAME.json): no path
 # separator, no "..", no leading "." (hidden, and the staging folders' prefix).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
-NAME_RULE = "letters, digits, '_', '.', '+' and '-', starting with a letter or digit"
+NAME_RULE = (
+    "letters, digits, '_', '.', '+' and '-', starting with a letter or digit, not ending in '_bandit' "
+    "(NAME_bandit.csv holds a set's bandit rows)"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -492,7 +495,7 @@ def store_baselines(
     NAME.json is removed (the set is invisible to load_baselines from here on), the
     checksum file and the CSV moved into place, and NAME.json last: an interruption
     leaves the previous set whole, or no set, never a NAME.json beside other rows."""
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or name.endswith("_bandit"):
         raise ValueError(f"the baselines' name must be a plain file name ({NAME_RULE}), got {name!r}")
     run_dirs = [Path(run_dir)] if isinstance(run_dir, (str, Path)) else [Path(r) for r in run_dir]
     commands = [command] if isinstance(command, str) else list(command)

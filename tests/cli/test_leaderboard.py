@@ -232,7 +232,7 @@ def test_a_run_missing_a_listed_cell_is_refused(stored, tmp_path):
         store_baselines(run, tmp_path / "stored", "partial", "a command")
 
 
-@pytest.mark.parametrize("name", ["../x", "sub/x", "ABSOLUTE", ".hidden", "", "a\\b", "x y"])
+@pytest.mark.parametrize("name", ["../x", "sub/x", "ABSOLUTE", ".hidden", "", "a\\b", "x y", "x_bandit"])
 def test_a_name_that_is_not_a_plain_file_name_is_refused(stored, tmp_path, name):
     folder = tmp_path / "deep" / "stored"
     name = str(tmp_path / "deep" / "x") if name == "ABSOLUTE" else name  # an absolute path, kept inside tmp_path
