@@ -617,7 +617,7 @@ def reusable_rows(baselines: Baselines, cell: Cell) -> pd.DataFrame | None:
     They are when: a baseline agent of the cell's name whose rows are current
     (``stale_reasons``: the same package version and resolved config), made by the same
     computing libraries (``library_differences``: another jax may round differently), no
-    overrides and no agent file on the cell, and the cell's problem and seeds, less
+    overrides and no agent file on the cell nor stored overrides on the baseline, and the cell's problem and seeds, less
     ``_RUN_ONLY_KEYS``, among the stored problems. Problems are deterministic functions
     of (setting, seed) and every fit a function of its keys, so the rows are the same
     numbers (only the timing columns were measured elsewhere)."""
@@ -625,6 +625,8 @@ def reusable_rows(baselines: Baselines, cell: Cell) -> pd.DataFrame | None:
         return None
     if cell.agent not in baselines.agents or cell.agent in stale_reasons(baselines):
         return None
+    if baselines.agent_config(cell.agent):
+        return None  # stored with overrides (a reproduce run's 30-member ensembles): not the defaults' rows
     if library_differences(baselines) is not None:
         return None
     problem = dict(cell.problem)

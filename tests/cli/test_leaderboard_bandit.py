@@ -1,6 +1,7 @@
 """The leaderboard's decision side: a reproduce run's bandit rows stored with its testbed
 rows, and ``leaderboard --bandit`` pairing a user's final regret with them seed by seed."""
 
+import dataclasses
 import json
 import shutil
 
@@ -13,9 +14,9 @@ from decision_bench.analysis.leaderboard import MIN_TREND_POINTS, regret_trend
 from decision_bench.bandit import run_bandit
 from decision_bench.cli.program import main as cli_main
 from decision_bench.experiments.baselines import (
-    bandit_stale_reasons, load_baselines, stale_reasons, store_baselines,
+    bandit_stale_reasons, load_baselines, reusable_rows, stale_reasons, store_baselines,
 )
-from decision_bench.experiments.cells import agent_fingerprint
+from decision_bench.experiments.cells import Cell, agent_fingerprint
 from decision_bench.experiments.presets import Preset, _items
 from decision_bench.experiments.reproduce import build_cells, run_preset
 
@@ -78,6 +79,14 @@ def test_a_reproduce_run_stores_both_sides_and_loads_back(stored):
     # The testbed side records the run's testbed overrides, so the set is current.
     assert loaded.agent_config("mlp") == {"hidden_sizes": [8], "num_steps": 20}
     assert stale_reasons(loaded) == {} and bandit_stale_reasons(loaded) == {}
+    # mlp's stored testbed rows are the small mlp's: never reused as the default mlp's rows.
+    # (The problems without reproduce's sweep key, as a testbed run's cells have them.)
+    plain = dataclasses.replace(loaded, problems=tuple(
+        (tuple((k, v) for k, v in problem if k != "sweep"), seeds) for problem, seeds in loaded.problems
+    ))
+    problem, seeds = plain.problems[0]
+    assert reusable_rows(plain, Cell("testbed", "uniform", (), problem, seeds)) is not None
+    assert reusable_rows(plain, Cell("testbed", "mlp", (), problem, seeds)) is None
 
 
 def _testbed_only_copy(path, folder):
