@@ -55,7 +55,8 @@ def _traced(who: str, call: str, fn: Any, *args: Any) -> Any:
         if isinstance(error, (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError)):
             hint = (
                 " (the function must be traceable by JAX: numpy, torch or Python control flow on "
-                "array values fails; see docs/custom_agent.md)"
+                "array values fails; or make it a host agent: "
+                "docs/custom_agent.md#host-agents-numpy-pytorch-scikit-learn)"
             )
         raise ValueError(f"{who}: {call} fails when traced: {_first_line(error)}{hint}") from None
 

@@ -28,6 +28,7 @@ from decision_bench._src.keys import (
 from decision_bench._src.validation import check_choice, check_int, check_positive
 from decision_bench.agents.base import Agent, Batch, params_are_finite
 from decision_bench.agents.contract import check_agent_contract
+from decision_bench.agents.host_agent import is_host_agent
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.envs.bandits import BanditParams, BanditState, BernoulliBandit, make_bandit
 from decision_bench.envs.showdown import real_valued_rewards
@@ -486,6 +487,11 @@ def make_loop(
                              label_dtype=jnp.float32 if real_rewards else jnp.int32)
     update_mode = built.update_mode if config.update_mode is None else config.update_mode
     check_choice("update_mode", update_mode, UPDATE_MODES)
+    if update_mode == "replay" and is_host_agent(built):
+        raise ValueError(
+            f"agent {built.name!r} is a host agent (agents/host_agent.py): it refits on every observation "
+            "(update_mode 'online', refit_every K), not on replay minibatches; leave update_mode unset"
+        )
     loop = BanditLoop(
         agent=built,
         env=env,

@@ -1,7 +1,8 @@
 """Users' agent files (``--agent-file``): loading, fingerprinting and their settable options.
 
 One Python file defines ``make_agent(spec, **options) -> decision_bench.agents.Agent``
-and, optionally, ``NAME`` (default: the file's stem). Every command that runs agents
+(or a host agent in the Neural Testbed's signature, ``agent(data, spec) -> sampler``,
+which ``agents/host_agent.py`` wraps into an Agent record) and, optionally, ``NAME`` (default: the file's stem). Every command that runs agents
 (``reproduce``, ``testbed``, ``bandit``, ``tune``) loads files with
 :func:`read_agent_files` and identifies their results by :attr:`AgentFile.sha256`,
 the SHA-256 of the file's bytes: an edited file names new cells, new bandit
@@ -78,6 +79,25 @@ def _checked_make(make_agent: Callable, who: str, settings: dict, spec: Any, **o
     return check_agent_contract(make_agent(spec, **settings, **overrides), spec, who)
 
 
+def _hosting(make_agent: Callable, name: str, defaults: dict, spec: Any, **options: Any) -> Any:
+    """make_agent(spec, **options), with a plain callable it returns (a host agent in the
+    Neural Testbed's signature, ``agent(data, spec) -> sampler``) wrapped into an Agent
+    record by ``agents.host_agent``. The file's ``refit_every`` option, when it declares
+    one, is the adapter's: ``--set NAME.refit_every=K``, recorded like every option."""
+    built = make_agent(spec, **options)
+    from decision_bench.agents.base import Agent  # noqa: PLC0415 - imports jax
+
+    if isinstance(built, Agent) or not callable(built):
+        return built  # not callable: the contract check names what it is
+    from decision_bench.agents.host_agent import host_agent  # noqa: PLC0415
+
+    refit_every = {**defaults, **options}.get("refit_every", 1)
+    try:
+        return host_agent(built, spec, refit_every=refit_every, name=name)
+    except ValueError as error:
+        raise ValueError(f"agent {name!r}: {error}") from None
+
+
 def file_fingerprint(sha256: str, settings: dict | None = None) -> str:
     """"file:<sha256>": what identifies an agent file's agent in bandit checkpoints and
     tune settings; its --set options, when any, are appended ("...;num_members=4")."""
@@ -123,7 +143,9 @@ def read_agent_file(path: str | Path) -> AgentFile:
         path=str(path.resolve()),
         sha256=digest,
         options=options,
-        make_agent=reporting_user_errors(path, make_agent, "in make_agent"),
+        make_agent=functools.partial(
+            _hosting, reporting_user_errors(path, make_agent, "in make_agent"), name, dict(options)
+        ),
     )
 
 
