@@ -59,7 +59,7 @@ from decision_bench.cli.arguments import (
     settings_label,
 )
 from decision_bench.experiments import estimate as estimate_module
-from decision_bench.experiments.agent_files import AgentFile, file_fingerprint, read_agent_files
+from decision_bench.experiments.agent_files import AgentFile, file_fingerprint, host_agent_names, read_agent_files
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.estimate import estimate_cells
 
@@ -346,7 +346,8 @@ def run_command(args: argparse.Namespace) -> int:
             args.out, "bandit", _result_arguments(args, agents, files, settings), restart=restart,
             restart_flag="--restart", legacy_check=lambda folder: _legacy_difference(folder, agents),
         ) as out:
-            announce_estimate(args, {agent: kwargs for agent, (_, kwargs, _) in planned.items()}, loop.env.input_dim)
+            announce_estimate(args, {agent: kwargs for agent, (_, kwargs, _) in planned.items()}, loop.env.input_dim,
+                              host_agent_names(files))
             frames: list[pd.DataFrame] = []
 
             def grown(table: pd.DataFrame) -> None:
@@ -426,7 +427,8 @@ def _showdown_columns(df: pd.DataFrame, env: object) -> pd.DataFrame:
     return df
 
 
-def announce_estimate(args: argparse.Namespace, agent_kwargs: dict, input_dim: int) -> None:
+def announce_estimate(args: argparse.Namespace, agent_kwargs: dict, input_dim: int,
+                      host_agents: tuple[str, ...] = ()) -> None:
     """Before a long run (estimated >= LONG_RUN_SECONDS), one line on stderr with its
     estimated cost (``experiments.estimate``); the whole run, saved chunks included.
     agent_kwargs: {agent: its hyperparameters (None for the defaults)}."""
@@ -435,8 +437,8 @@ def announce_estimate(args: argparse.Namespace, agent_kwargs: dict, input_dim: i
              {"env": args.env, "num_steps": args.steps, "input_dim": int(input_dim)}, tuple(range(args.seeds)))
         for agent, kwargs in agent_kwargs.items()
     ]
-    estimate = estimate_cells(cells)
-    if estimate.wall_seconds >= estimate_module.LONG_RUN_SECONDS:
+    estimate = estimate_cells(cells, host_agents=host_agents)
+    if estimate.wall_seconds >= estimate_module.LONG_RUN_SECONDS or host_agents:
         print(estimate.line(), file=sys.stderr)
 
 

@@ -67,8 +67,8 @@ from decision_bench.experiments.testbed_cell import compute_testbed_cell, descri
 from decision_bench.experiments.baselines import (
     STORED_DIR, Baselines, bandit_stale_reasons, library_differences, load_baselines, stale_reasons, stored_names,
 )
+from decision_bench.experiments.agent_files import host_agent_names, read_agent_files
 from decision_bench.experiments.cells import config_label
-from decision_bench.experiments.agent_files import read_agent_files
 from decision_bench.experiments.store import ResultsStore
 
 DEFAULT_BASELINES = "standard"
@@ -223,6 +223,7 @@ def main(args: argparse.Namespace) -> int:
             desc="leaderboard",
             describe=describe_testbed_cell,
             progress=not args.no_progress,
+            host_agents=host_agent_names(files),
         )
         ours = _as_stored(frame)
         ours["agent"] = ours["agent"].map(lambda a: labels.get(a, a))

@@ -83,7 +83,7 @@ from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
 from decision_bench.evaluation.runner import ReferenceFits
 from decision_bench.evaluation.sweeps import SWEEP_NAMES, Sweep, custom_sweep, get_sweep
 from decision_bench.experiments import estimate as estimate_module
-from decision_bench.experiments.agent_files import AgentFile, current_make_agent, read_agent_files
+from decision_bench.experiments.agent_files import AgentFile, current_make_agent, host_agent_names, read_agent_files
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.estimate import estimate_cells
 from decision_bench.experiments.experiment_file import read_experiment_file
@@ -311,6 +311,7 @@ def run_command_cells(
     progress: bool,
     results_csv: Path | None = None,
     on_cell_done: Callable[[Cell, pd.DataFrame], None] | None = None,
+    host_agents: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     """Computes the cells ``store`` does not hold yet, writing each as soon as it
     is done, and returns the rows of all ``cells`` in order, read back from the store.
@@ -333,8 +334,9 @@ def run_command_cells(
             f"resuming: {sum(done)} of {len(cells)} cells already done in {store.directory}",
             file=sys.stderr,
         )
-    estimate = estimate_cells([cell for cell, finished in zip(cells, done) if not finished])
-    if estimate.wall_seconds >= estimate_module.LONG_RUN_SECONDS:
+    todo = [cell for cell, finished in zip(cells, done) if not finished]
+    estimate = estimate_cells(todo, host_agents=host_agents)
+    if estimate.wall_seconds >= estimate_module.LONG_RUN_SECONDS or {c.agent for c in todo} & set(host_agents):
         print(estimate.line(), file=sys.stderr)
     bar = tqdm(total=len(cells), initial=sum(done), desc=desc, unit="setting", disable=not progress)
     try:
@@ -488,6 +490,7 @@ def _main_realdata(
         store,
         desc=REALDATA, describe=_describe_realdata, progress=not args.no_progress,
         results_csv=out / "realdata.csv",
+        host_agents=host_agent_names(getattr(args, "loaded_agent_files", ())),
     )
     frame = with_config_column(frame, cells)
     write_results_csv(out / "realdata.csv", frame)
@@ -751,6 +754,7 @@ def _run_testbed_cells(args, out, sweep_name, custom, seeds, cells, reference, r
             progress=not args.no_progress,
             results_csv=out / "testbed.csv",
             on_cell_done=None if board is None else lambda cell, rows: board.testbed_rows(rows),
+            host_agents=host_agent_names(getattr(args, "loaded_agent_files", ())),
         )
         if board is not None:
             board.testbed_rows(frame)  # the reused cells' points too (not written twice)

@@ -98,6 +98,26 @@ def _hosting(make_agent: Callable, name: str, defaults: dict, spec: Any, **optio
         raise ValueError(f"agent {name!r}: {error}") from None
 
 
+def host_agent_names(files: Iterable[AgentFile]) -> tuple[str, ...]:
+    """The names of the files whose make_agent returns a host agent (a plain callable
+    ``agent(data, spec) -> sampler``), asked with a small problem; a file whose
+    make_agent fails there is left for the run to report."""
+    from decision_bench.agents.base import Agent  # noqa: PLC0415 - imports jax
+    from decision_bench.specs import ProblemSpec  # noqa: PLC0415
+
+    spec = ProblemSpec(input_dim=2, num_classes=2, num_train=1)
+    names = []
+    for agent_file in files:
+        raw = agent_file.make_agent.args[0] if isinstance(agent_file.make_agent, functools.partial) else None
+        try:
+            built = raw(spec) if raw is not None else None
+        except ValueError:
+            continue
+        if callable(built) and not isinstance(built, Agent):
+            names.append(agent_file.name)
+    return tuple(names)
+
+
 def file_fingerprint(sha256: str, settings: dict | None = None) -> str:
     """"file:<sha256>": what identifies an agent file's agent in bandit checkpoints and
     tune settings; its --set options, when any, are appended ("...;num_members=4")."""

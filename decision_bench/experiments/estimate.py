@@ -23,7 +23,10 @@ Rules (each an assumption, stated so it can be checked):
 
 An agent without a measured figure (a user's agent file, say) is counted as the
 closest measured one (sgmcmc as sgmcmc_quick with its steps; anything else as
-mlp), and the estimate says so.
+mlp), and the estimate says so. A host agent (an agent file whose make_agent returns
+``agent(data, spec) -> sampler``, agents/host_agent.py) runs its own code for every
+fit and draw: its cost cannot be estimated, so its cells are left out of the total
+and the estimate says that instead.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import functools
 import json
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from decision_bench._src.devices import usable_cores
 from decision_bench.agents import registry
@@ -196,15 +199,29 @@ def _steps(config: Any, num_train: int, input_dim: int) -> float:
     return steps
 
 
-def estimate_cells(cells: Sequence[Cell], parallel: int = 1, table: dict | None = None) -> Estimate:
+def estimate_cells(
+    cells: Sequence[Cell], parallel: int = 1, table: dict | None = None, host_agents: Collection[str] = ()
+) -> Estimate:
     """The cost of computing ``cells`` (testbed, realdata and bandit cells as the
-    commands build them) with ``parallel`` cores kept busy."""
+    commands build them) with ``parallel`` cores kept busy. host_agents: the names of
+    host agents (``agent_files.host_agent_names``), whose cells are counted but not costed."""
     table = load_cost_table() if table is None else table
     costs = _Costs(table)
     compute = compile_ = 0.0
     testbed_cells = bandit_cells = problems = seed_steps = 0
     compiled: set = set()
+    unestimated: list[str] = []
     for cell in cells:
+        if cell.agent in host_agents:
+            if cell.agent not in unestimated:
+                unestimated.append(cell.agent)
+            if cell.kind == "bandit":
+                bandit_cells += 1
+                seed_steps += int(dict(cell.problem)["num_steps"]) * len(cell.seeds)
+            else:
+                testbed_cells += 1
+                problems += len(cell.seeds)
+            continue
         problem, overrides = dict(cell.problem), dict(cell.agent_config)
         seeds = len(cell.seeds)
         if cell.kind == "bandit":
@@ -231,6 +248,9 @@ def estimate_cells(cells: Sequence[Cell], parallel: int = 1, table: dict | None 
         by_stand_in.setdefault(measured, []).append(agent)
     notes = tuple(f"{', '.join(agents)} counted as {measured} (no measured cost)"
                   for measured, agents in by_stand_in.items())
+    if unestimated:
+        notes += (f"{', '.join(unestimated)}: a host agent (agent(data, spec) -> sampler), whose cost "
+                  "cannot be estimated: its own code runs every fit and draw; left out of the time",)
     return Estimate(testbed_cells, bandit_cells, problems, seed_steps, compute, compile_, max(1, parallel),
                     _machine(table), notes)
 

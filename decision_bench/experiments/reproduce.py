@@ -36,7 +36,13 @@ from decision_bench.agents import names as agent_names
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.bandit import run_bandit
 from decision_bench.evaluation.sweeps import DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES, hidden_sizes_label
-from decision_bench.experiments.agent_files import AgentFile, current_make_agent, file_fingerprint, read_agent_files
+from decision_bench.experiments.agent_files import (
+    AgentFile,
+    current_make_agent,
+    file_fingerprint,
+    host_agent_names,
+    read_agent_files,
+)
 from decision_bench.experiments.agent_files import load_agent_file  # noqa: F401 - its home before agent_files.py
 from decision_bench.experiments.baselines import load_baselines, reusable_rows, reuse_stored_rows, stored_names
 from decision_bench.experiments.cells import Cell, config_label
@@ -445,4 +451,4 @@ def preset_estimate(
         cells = tuple(cell for cell in cells if not store.path(cell).exists())
     stored = [load_baselines(name) for name in stored_names()]
     cells = tuple(c for c in cells if not any(reusable_rows(b, c) is not None for b in stored))
-    return estimate_cells(cells, parallel=min(workers, cores_available()))
+    return estimate_cells(cells, parallel=min(workers, cores_available()), host_agents=host_agent_names(custom))

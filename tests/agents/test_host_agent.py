@@ -220,3 +220,20 @@ def test_the_documented_pytorch_agent_runs_in_the_testbed(tmp_path):
     assert cli_main(argv) == 0
     rows = pd.read_csv(out / "testbed.csv")
     assert set(rows.agent) == {"torch_ensemble"} and rows.kl.notna().all()
+
+
+def test_estimates_say_they_cannot_cost_a_host_agent(numpy_file, capsys):
+    from decision_bench.experiments.agent_files import host_agent_names
+    from decision_bench.experiments.cells import Cell
+    from decision_bench.experiments.estimate import estimate_cells
+
+    files = (read_agent_file(numpy_file),)
+    assert host_agent_names(files) == ("numpy_bootstrap",)
+    cell = Cell("bandit", "numpy_bootstrap", {}, {"env": "NeuralBandit-v0", "num_steps": 100, "input_dim": 2}, (0, 1))
+    estimate = estimate_cells([cell], host_agents=host_agent_names(files))
+    assert estimate.compute_seconds == 0.0 and estimate.bandit_seed_steps == 200
+    assert "numpy_bootstrap: a host agent" in estimate.line() and "cannot be estimated" in estimate.line()
+    assert "counted as mlp" not in estimate.line()
+    assert cli_main(["reproduce", "--preset", "demo", "--agents", "mlp", "--agent-file", str(numpy_file),
+                     "--estimate"]) == 0
+    assert "numpy_bootstrap: a host agent" in capsys.readouterr().out
