@@ -48,6 +48,11 @@ Design:
   design per seed run one after the other in Python, as in neural_testbed.
   ``--estimate`` cannot measure such an agent and says so.
 
+- **Errors** raised by the agent's own code (its fit or its sampler), a sampler's
+  logits of the wrong shape and a dropped sampler are a :class:`HostAgentError` of
+  one line naming the agent, its file and line; JAX carries it out of the callback
+  in its runtime error, and the command line prints that line alone.
+
 The agent has no ``member_logits`` (its index set is unknown), so the testbed
 samples ``num_models`` draws, and ``num_steps=0``.
 """
@@ -56,18 +61,50 @@ from __future__ import annotations
 
 import collections
 import inspect
+import logging
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from decision_bench._src.validation import check_int
+from decision_bench._src.validation import check_int, user_code_error
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.specs import ProblemSpec
 
 DEFAULT_MAX_SAMPLERS = 1024
 NO_SAMPLER = -1
+# Starts the one line of an error raised by a host agent's own code inside a callback;
+# JAX wraps it in its runtime error, and the command line prints that line alone.
+ERROR_MARKER = "host agent failed: "
+
+
+class HostAgentError(RuntimeError):
+    """An exception raised by a host agent's code (its fit or its sampler), as one line."""
+
+
+class _QuietHostErrors(logging.Filter):
+    """Drops JAX's logged traceback of a HostAgentError ("jax.pure_callback failed"):
+    the error reaches the caller anyway, and the command line prints its one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], HostAgentError))
+
+
+def _quiet_jax_callback_log() -> None:
+    logger = logging.getLogger("jax._src.callback")
+    if not any(isinstance(f, _QuietHostErrors) for f in logger.filters):
+        logger.addFilter(_QuietHostErrors())
+
+
+def host_error_line(error: BaseException) -> str | None:
+    """The one line of a HostAgentError inside ``error``'s text (JAX's runtime error
+    that carries it out of a callback), or None when there is none."""
+    text = str(error)
+    start = text.find(ERROR_MARKER)
+    if start < 0:
+        return None
+    return text[start + len(ERROR_MARKER):].splitlines()[0]
 
 
 class HostData(NamedTuple):
@@ -115,18 +152,32 @@ class HostAgent:
         self.next_handle = 0
         self.fits = 0  # calls of fn, for tests and reports
         self._takes_seed = _takes_seed(fn)
+        _quiet_jax_callback_log()
         # The bandit refits a missing sampler from its rows; the testbed never needs to.
         self._refit_missing = spec.regularization != "testbed"
 
     # ------------------------------------------------------------ host side
 
+    def _user_call(self, doing: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """fn(*args, **kwargs), its exception a HostAgentError of one line naming the
+        agent, the file and line of the user's code, and the error."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - the user's code: any error, one line
+            try:
+                path = inspect.getsourcefile(self.fn)
+            except TypeError:
+                path = None
+            where = user_code_error(path, error, doing) if path else f"({doing}): {type(error).__name__}: {error}"
+            raise HostAgentError(f"{ERROR_MARKER}host agent {self.name!r} {where}".splitlines()[0]) from None
+
     def _fit(self, x: np.ndarray, y: np.ndarray, seed: int) -> Callable:
         data = HostData(x=np.array(x, np.float32), y=np.array(y, np.int64))
         kwargs = {"seed": int(seed)} if self._takes_seed else {}
-        sampler = self.fn(data, self.spec, **kwargs)
+        sampler = self._user_call("fitting: agent(data, spec)", self.fn, data, self.spec, **kwargs)
         if not callable(sampler):
-            raise ValueError(
-                f"host agent {self.name!r}: agent(data, spec) must return a sampler(x, seed) -> logits, "
+            raise HostAgentError(
+                f"{ERROR_MARKER}host agent {self.name!r}: agent(data, spec) must return a sampler(x, seed) -> logits, "
                 f"got {type(sampler).__name__}"
             )
         self.fits += 1
@@ -178,8 +229,8 @@ class HostAgent:
         if sampler is not None:
             return sampler
         if refit is None:
-            raise ValueError(
-                f"host agent {self.name!r}: sampler {handle} is no longer kept (the adapter keeps at most "
+            raise HostAgentError(
+                f"{ERROR_MARKER}host agent {self.name!r}: sampler {handle} is no longer kept (the adapter keeps at most "
                 f"max_samplers={self.max_samplers}; raise it with host_agent(..., max_samplers=...))"
             )
         fit_seed, fitted, x, y, when = refit  # a state from another process (a resumed checkpoint)
@@ -192,10 +243,13 @@ class HostAgent:
         shape = (np.shape(x)[0], self.spec.num_classes)
         if sampler is None:
             return np.zeros(shape, np.float32)
-        logits = np.asarray(sampler(np.asarray(x, np.float32), int(seed)), dtype=np.float32)
+        logits = np.asarray(
+            self._user_call("sampling: sampler(x, seed)", sampler, np.asarray(x, np.float32), int(seed)),
+            dtype=np.float32,
+        )
         if logits.shape != shape:
-            raise ValueError(
-                f"host agent {self.name!r}: sampler(x, seed) returned logits of shape {list(logits.shape)} "
+            raise HostAgentError(
+                f"{ERROR_MARKER}host agent {self.name!r}: sampler(x, seed) returned logits of shape {list(logits.shape)} "
                 f"for x of shape {list(np.shape(x))}; expected [n, num_classes] = {list(shape)}"
             )
         return logits

@@ -119,6 +119,13 @@ def _run(args: argparse.Namespace) -> int:
         console.print_error(console.OUT_OF_MEMORY)
         return 1
     except RuntimeError as error:
+        from decision_bench.agents.host_agent import host_error_line  # noqa: PLC0415
+
+        line = host_error_line(error)
+        if line is not None:
+            # A host agent's own code failed inside a callback (agents/host_agent.py): its one line.
+            console.print_error(line)
+            return 1
         # XLA's allocator failing (jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED).
         if "RESOURCE_EXHAUSTED" not in str(error):
             raise

@@ -237,3 +237,15 @@ def test_estimates_say_they_cannot_cost_a_host_agent(numpy_file, capsys):
     assert cli_main(["reproduce", "--preset", "demo", "--agents", "mlp", "--agent-file", str(numpy_file),
                      "--estimate"]) == 0
     assert "numpy_bootstrap: a host agent" in capsys.readouterr().out
+
+
+def test_an_error_in_the_host_agents_code_is_one_line_naming_its_file_and_line(tmp_path, capsys):
+    path = tmp_path / "bad_host.py"
+    path.write_text("def make_agent(spec):\n    def agent(data, spec):\n        raise RuntimeError('boom')\n"
+                    "    return agent\n")
+    argv = ["testbed", "--agents", "bad_host", "--agent-file", str(path), *TINY_TESTBED, "--out", str(tmp_path / "o")]
+    assert cli_main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"decision-bench: error: host agent 'bad_host' agent_file {str(path)!r} line 3 "
+                       "(fitting: agent(data, spec)): RuntimeError: boom")
+    assert not any("Traceback" in line for line in err)
