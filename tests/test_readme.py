@@ -55,6 +55,11 @@ NOT_RUN = {
 MY_AGENT_START = '"""An anchored ensemble of linear softmax models'
 RUN_ELSEWHERE = {
     MY_AGENT_START: "tests/cli/test_custom_agent.py (my_agent.py)",
+    # Host agents: they only define make_agent; the PyTorch one needs torch (the torch extra).
+    '"""A bootstrapped ensemble of L2-regularised logistic regressions, in NumPy."""':
+        "tests/agents/test_host_agent.py runs my_numpy.py through testbed, leaderboard and bandit",
+    '"""An ensemble of small MLPs trained with Adam, in PyTorch."""':
+        "tests/agents/test_host_agent.py (marked slow, skipped without torch)",
     # It reads the user's copies of UCI files, which no test can download.
     "from decision_bench import run_bandit\nfrom decision_bench.data import load_showdown":
         "tests/data/test_showdown_data.py, on small files it writes in each format",

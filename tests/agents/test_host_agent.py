@@ -35,8 +35,8 @@ def _doc_block(name: str) -> str:
 
 @pytest.fixture
 def numpy_file(tmp_path):
-    path = tmp_path / "numpy_agent.py"
-    path.write_text(_doc_block("numpy_bootstrap"))
+    path = tmp_path / "my_numpy.py"
+    path.write_text(_doc_block("my_numpy"))
     return path
 
 
@@ -145,7 +145,7 @@ def test_wrong_logits_shape_is_named():
 def test_the_contract_check_passes_through_the_adapter(numpy_file):
     spec = ProblemSpec(input_dim=3, num_classes=2, num_train=5)
     agent = _numpy_make(numpy_file)(spec)
-    assert check_agent_contract(agent, spec, "agent 'numpy_bootstrap'") is agent
+    assert check_agent_contract(agent, spec, "agent 'my_numpy'") is agent
 
 
 def test_a_jax_agent_that_calls_numpy_on_a_tracer_points_to_host_agents():
@@ -168,10 +168,10 @@ def test_replay_updates_are_refused_for_a_host_agent(numpy_file):
 
 def test_testbed_runs_the_numpy_agent_file(numpy_file, tmp_path):
     out = tmp_path / "tb"
-    argv = ["testbed", "--agents", "numpy_bootstrap", "--agent-file", str(numpy_file), *TINY_TESTBED, "--out", str(out)]
+    argv = ["testbed", "--agents", "my_numpy", "--agent-file", str(numpy_file), *TINY_TESTBED, "--out", str(out)]
     assert cli_main(argv) == 0
     rows = pd.read_csv(out / "testbed.csv")
-    assert set(rows.agent) == {"numpy_bootstrap"} and len(rows) == 2 * 2 and rows.kl.notna().all()
+    assert set(rows.agent) == {"my_numpy"} and len(rows) == 2 * 2 and rows.kl.notna().all()
     assert (rows.method == "monte_carlo").all() and (rows.num_models == 4).all()
     (cell,) = [json.loads(p.read_text())["cell"] for p in (out / "cells").glob("*.json")]
     assert cell["agent_file_sha256"] == read_agent_file(numpy_file).sha256
@@ -191,7 +191,7 @@ def test_leaderboard_runs_the_numpy_agent_file_on_stored_problems(numpy_file, tm
     assert cli_main(["leaderboard", "--agent-file", str(numpy_file), "--baselines", str(stored),
                      "--out", str(out), "--no-progress", "--allow-stale"]) == 0  # a cheap mlp: stale
     board = pd.read_csv(out / "leaderboard.csv")
-    assert list(board["agent"]) == ["numpy_bootstrap", "mlp"] and list(board["source"]) == ["yours", "stored, stale"]
+    assert list(board["agent"]) == ["my_numpy", "mlp"] and list(board["source"]) == ["yours", "stored, stale"]
     paired = pd.read_csv(out / "leaderboard_paired.csv")
     assert set(paired["baseline"]) == {"mlp"} and (paired["problems"] == 2).all()
     assert paired["difference"].notna().all()
@@ -199,27 +199,27 @@ def test_leaderboard_runs_the_numpy_agent_file_on_stored_problems(numpy_file, tm
 
 def test_bandit_runs_the_numpy_agent_file_with_refit_every(numpy_file, tmp_path):
     out = tmp_path / "bandit"
-    argv = ["bandit", "--agents", "numpy_bootstrap", "--agent-file", str(numpy_file),
-            "--set", "numpy_bootstrap.refit_every=3", *TINY_BANDIT, "--out", str(out)]
+    argv = ["bandit", "--agents", "my_numpy", "--agent-file", str(numpy_file),
+            "--set", "my_numpy.refit_every=3", *TINY_BANDIT, "--out", str(out)]
     assert cli_main(argv) == 0
     rows = pd.read_csv(out / "bandit.csv", keep_default_na=False)
-    assert set(rows.agent) == {"numpy_bootstrap"} and set(rows.agent_config) == {"refit_every=3"}
+    assert set(rows.agent) == {"my_numpy"} and set(rows.agent_config) == {"refit_every=3"}
     assert (rows.error == "").all() and np.isfinite(rows.cumulative_regret).all()
-    saved = json.loads((out / "checkpoints" / "numpy_bootstrap" / "bandit_config.json").read_text())
+    saved = json.loads((out / "checkpoints" / "my_numpy" / "bandit_config.json").read_text())
     assert saved["agent_fingerprint"] == f"file:{read_agent_file(numpy_file).sha256};refit_every=3"
 
 
 @pytest.mark.slow
 def test_the_documented_pytorch_agent_runs_in_the_testbed(tmp_path):
     pytest.importorskip("torch")
-    path = tmp_path / "torch_agent.py"
-    path.write_text(_doc_block("torch_ensemble"))
+    path = tmp_path / "my_torch.py"
+    path.write_text(_doc_block("my_torch"))
     out = tmp_path / "tb"
-    argv = ["testbed", "--agents", "torch_ensemble", "--agent-file", str(path), "--set", "torch_ensemble.num_steps=5",
-            "--set", "torch_ensemble.width=4", *TINY_TESTBED, "--out", str(out)]
+    argv = ["testbed", "--agents", "my_torch", "--agent-file", str(path), "--set", "my_torch.num_steps=5",
+            "--set", "my_torch.width=4", *TINY_TESTBED, "--out", str(out)]
     assert cli_main(argv) == 0
     rows = pd.read_csv(out / "testbed.csv")
-    assert set(rows.agent) == {"torch_ensemble"} and rows.kl.notna().all()
+    assert set(rows.agent) == {"my_torch"} and rows.kl.notna().all()
 
 
 def test_estimates_say_they_cannot_cost_a_host_agent(numpy_file, capsys):
@@ -228,15 +228,15 @@ def test_estimates_say_they_cannot_cost_a_host_agent(numpy_file, capsys):
     from decision_bench.experiments.estimate import estimate_cells
 
     files = (read_agent_file(numpy_file),)
-    assert host_agent_names(files) == ("numpy_bootstrap",)
-    cell = Cell("bandit", "numpy_bootstrap", {}, {"env": "NeuralBandit-v0", "num_steps": 100, "input_dim": 2}, (0, 1))
+    assert host_agent_names(files) == ("my_numpy",)
+    cell = Cell("bandit", "my_numpy", {}, {"env": "NeuralBandit-v0", "num_steps": 100, "input_dim": 2}, (0, 1))
     estimate = estimate_cells([cell], host_agents=host_agent_names(files))
     assert estimate.compute_seconds == 0.0 and estimate.bandit_seed_steps == 200
-    assert "numpy_bootstrap: a host agent" in estimate.line() and "cannot be estimated" in estimate.line()
+    assert "my_numpy: a host agent" in estimate.line() and "cannot be estimated" in estimate.line()
     assert "counted as mlp" not in estimate.line()
     assert cli_main(["reproduce", "--preset", "demo", "--agents", "mlp", "--agent-file", str(numpy_file),
                      "--estimate"]) == 0
-    assert "numpy_bootstrap: a host agent" in capsys.readouterr().out
+    assert "my_numpy: a host agent" in capsys.readouterr().out
 
 
 def test_an_error_in_the_host_agents_code_is_one_line_naming_its_file_and_line(tmp_path, capsys):
