@@ -184,13 +184,7 @@ def load_baselines(name_or_path: str | Path) -> Baselines:
         raise ValueError(f"baselines file {str(path)!r} is not a {FORMAT} record")
     _check_record(path, meta)
     csv_path = path.with_suffix(".csv")
-    try:
-        data = csv_path.read_bytes()
-    except OSError as error:
-        raise ValueError(f"baselines file {str(csv_path)!r} cannot be read: {error}") from None
-    if verify_results_file(csv_path, data) is None:
-        raise ValueError(f"baselines file {str(csv_path)!r} has no checksum file beside it: not verifiable")
-    rows = pd.read_csv(io.BytesIO(data))
+    rows = _read_verified_csv(csv_path)
     try:
         problems = tuple(
             (Cell("testbed", "_", (), entry["problem"], tuple(entry["seeds"])).problem, tuple(entry["seeds"]))
@@ -203,6 +197,17 @@ def load_baselines(name_or_path: str | Path) -> Baselines:
         raise ValueError(f"baselines file {str(csv_path)!r} has no rows for {missing}")
     bandit_rows, bandit_problems = _load_bandit(path, meta)
     return Baselines(name, rows, problems, meta, bandit_rows, bandit_problems)
+
+
+def _read_verified_csv(csv_path: Path) -> pd.DataFrame:
+    """The rows of a stored CSV whose checksum sidecar agrees with it; ValueError naming it."""
+    try:
+        data = csv_path.read_bytes()
+    except OSError as error:
+        raise ValueError(f"baselines file {str(csv_path)!r} cannot be read: {error}") from None
+    if verify_results_file(csv_path, data) is None:
+        raise ValueError(f"baselines file {str(csv_path)!r} has no checksum file beside it: not verifiable")
+    return pd.read_csv(io.BytesIO(data))
 
 
 def _load_bandit(path: Path, meta: Mapping[str, Any]) -> tuple[pd.DataFrame | None, tuple]:
@@ -222,13 +227,7 @@ def _load_bandit(path: Path, meta: Mapping[str, Any]) -> tuple[pd.DataFrame | No
             "records and list \"problems\" as {\"problem\": ..., \"seeds\": [...]} entries"
         )
     csv_path = path.with_name(bandit_csv_name(path.stem))
-    try:
-        data = csv_path.read_bytes()
-    except OSError as error:
-        raise ValueError(f"baselines file {str(csv_path)!r} cannot be read: {error}") from None
-    if verify_results_file(csv_path, data) is None:
-        raise ValueError(f"baselines file {str(csv_path)!r} has no checksum file beside it: not verifiable")
-    rows = pd.read_csv(io.BytesIO(data))
+    rows = _read_verified_csv(csv_path)
     try:
         parsed = tuple(
             (Cell("bandit", "_", (), entry["problem"], tuple(entry["seeds"])).problem, tuple(entry["seeds"]))

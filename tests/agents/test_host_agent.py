@@ -187,11 +187,11 @@ def test_leaderboard_runs_the_numpy_agent_file_on_stored_problems(numpy_file, tm
     assert cli_main([*argv, "--out", str(run)]) == 0
     stored = store_baselines(run, tmp_path / "stored", "tiny", "tiny host-agent test")
     out = tmp_path / "board"
-    # The stored mlp ran with --set, so it is stale against the registered default: compared anyway.
+    # The stored mlp ran with --set; the set records those overrides, so it is current (not stale).
     assert cli_main(["leaderboard", "--agent-file", str(numpy_file), "--baselines", str(stored),
-                     "--out", str(out), "--no-progress", "--allow-stale"]) == 0  # a cheap mlp: stale
+                     "--out", str(out), "--no-progress"]) == 0
     board = pd.read_csv(out / "leaderboard.csv")
-    assert list(board["agent"]) == ["my_numpy", "mlp"] and list(board["source"]) == ["yours", "stored, stale"]
+    assert list(board["agent"]) == ["my_numpy", "mlp"] and list(board["source"]) == ["yours", "stored"]
     paired = pd.read_csv(out / "leaderboard_paired.csv")
     assert set(paired["baseline"]) == {"mlp"} and (paired["problems"] == 2).all()
     assert paired["difference"].notna().all()
