@@ -58,6 +58,20 @@ def metric_values(testbed: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def _paired(mine: pd.DataFrame, theirs: pd.DataFrame, keys, agent: str, baseline: str, what: str) -> pd.DataFrame:
+    """mine and theirs joined on keys (columns suffixed _agent and _baseline); ValueError
+    naming the first problem only one side has: a comparison on partly different problems
+    would not be paired."""
+    both = mine.merge(theirs, on=keys, how="outer", suffixes=("_agent", "_baseline"), indicator=True)
+    unmatched = both[both["_merge"] != "both"]
+    if len(unmatched):
+        first = unmatched.iloc[0]
+        where = ", ".join(f"{k}={first[k]}" for k in keys)
+        side = agent if first["_merge"] == "left_only" else baseline
+        raise ValueError(f"{agent} and {baseline} were not {what}: only {side} has ({where})")
+    return both
+
+
 def paired_differences(testbed: pd.DataFrame, agents, baselines) -> pd.DataFrame:
     """Rows (agent, baseline, metric, difference, difference_se, settings, problems).
 
@@ -74,15 +88,7 @@ def paired_differences(testbed: pd.DataFrame, agents, baselines) -> pd.DataFrame
         mine = values[values["agent"] == agent].drop(columns="agent")
         for baseline in baselines:
             theirs = values[values["agent"] == baseline].drop(columns="agent")
-            both = mine.merge(theirs, on=keys, how="outer", suffixes=("_agent", "_baseline"), indicator=True)
-            unmatched = both[both["_merge"] != "both"]
-            if len(unmatched):
-                first = unmatched.iloc[0]
-                where = ", ".join(f"{k}={first[k]}" for k in keys)
-                side = agent if first["_merge"] == "left_only" else baseline
-                raise ValueError(
-                    f"{agent} and {baseline} were not scored on the same problems: only {side} has ({where})"
-                )
+            both = _paired(mine, theirs, keys, agent, baseline, "scored on the same problems")
             both = both.assign(difference=both["value_agent"] - both["value_baseline"])
             for metric, group in both.groupby("metric", sort=False):
                 per = group.groupby([c for c in keys if c not in ("seed", "metric")])["difference"].agg(
@@ -213,13 +219,7 @@ def bandit_paired_differences(bandit: pd.DataFrame, agents, baselines) -> pd.Dat
         mine = finals[finals["agent"] == agent].drop(columns="agent")
         for baseline in baselines:
             theirs = finals[finals["agent"] == baseline].drop(columns="agent")
-            both = mine.merge(theirs, on=keys, how="outer", suffixes=("_agent", "_baseline"), indicator=True)
-            unmatched = both[both["_merge"] != "both"]
-            if len(unmatched):
-                first = unmatched.iloc[0]
-                side = agent if first["_merge"] == "left_only" else baseline
-                where = ", ".join(f"{k}={first[k]}" for k in keys)
-                raise ValueError(f"{agent} and {baseline} were not run on the same bandit problems: only {side} has ({where})")
+            both = _paired(mine, theirs, keys, agent, baseline, "run on the same bandit problems")
             difference = (both["final_regret_agent"] - both["final_regret_baseline"]).to_numpy(float)
             difference = difference[np.isfinite(difference)]
             n = len(difference)
