@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from decision_bench._src.memory import check_count
+from decision_bench._src.validation import check_choice
+from decision_bench.envs.bandits import BANDITS, make_bandit
 from decision_bench.experiments.presets import Preset
 
 if sys.version_info >= (3, 11):
@@ -146,7 +148,8 @@ def _check_override_agents(preset: Preset) -> None:
     a registered agent is a typo (``[testbed.overrides.ensembel]``) that would otherwise
     be dropped without a word. A registered agent the file does not run is let through:
     ``--print-config --agents ...`` keeps the preset's tables for the agents it leaves out."""
-    from decision_bench.agents.registry import names as agent_names  # noqa: PLC0415 - imports every family
+    from decision_bench.agents.registry import config as agent_config  # noqa: PLC0415 - imports every family
+    from decision_bench.agents.registry import names as agent_names  # noqa: PLC0415
 
     known = set(preset.agents) | set(agent_names())
     for where, named in (
@@ -159,6 +162,32 @@ def _check_override_agents(preset: Preset) -> None:
             raise ValueError(
                 f"{where} names {strangers}, neither among agents {list(preset.agents)} nor a registered agent"
             )
+    # A registered agent's table is its config's keywords, checked as --set checks them
+    # (a misspelt key or a refused value is an error here, not in a worker after the run
+    # has started); an agent file's options are checked when its file is loaded.
+    registered = set(agent_names())
+    for where, tables in (("testbed.overrides", preset.testbed_overrides), ("bandit.overrides", preset.bandit_overrides)):
+        for agent, items in tables:
+            if agent not in registered:
+                continue
+            try:
+                agent_config(agent, **dict(items))
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"[{where}.{_key(agent)}]: {str(error).splitlines()[0]}") from None
+
+
+def _check_bandit_settings(env: Any, settings: list[dict]) -> None:
+    """Each [[bandit.settings]] table as the environment takes it, its errors named by
+    the file's own place (the env key, the table's number) rather than the env's
+    argument names."""
+    if not isinstance(env, str):
+        raise ValueError(f"[bandit] env must be a string, one of {sorted(BANDITS)}, got {env!r}")
+    check_choice("[bandit] env", env.split("/", 1)[-1], BANDITS)
+    for number, setting in enumerate(settings, 1):
+        try:
+            make_bandit(env, **{k: _tuple(v) for k, v in setting.items()})
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"[[bandit.settings]] table {number} of {len(settings)}: {error}") from None
 
 
 def preset_from_toml(text: str, source: str = "experiment file") -> Preset:
@@ -177,6 +206,7 @@ def preset_from_toml(text: str, source: str = "experiment file") -> Preset:
         if not isinstance(settings, list) or not settings or not all(isinstance(s, dict) for s in settings):
             raise ValueError(f"{source} needs at least one [[bandit.settings]] table, got {settings!r}")
         pairs = tuple(tuple(sorted((k, _tuple(v)) for k, v in s.items())) for s in settings)
+        _check_bandit_settings(bandit["env"], settings)
         # The counts with the flags' bounds (check_count: as --seeds, --steps, --num-test
         # refuse them), named by the file's own keys, before a Preset or a cell sees them.
         for table, name, key in (

@@ -159,6 +159,17 @@ def test_print_config_folds_in_agents_and_settings(capsys):
         (lambda t: t.replace("num_test = 20", "num_test = 0"), r"\[testbed\] num_test must be an integer in \[1, "),
         (lambda t: t.replace('sweeps = ["demo"]', 'sweeps = ["nope"]'), "testbed sweep must be one of"),
         (lambda t: t + "[[oops", "is not valid TOML"),
+        # Bandit settings and the env named by the file's own place, not the env's arguments.
+        (lambda t: t.replace("temperature = 0.1", "temperature = -1"),
+         r"\[\[bandit.settings\]\] table 1 of 1: temperature must be a finite number > 0, got -1"),
+        (lambda t: t.replace("num_actions = 4", "num_action = 4"),
+         r"\[\[bandit.settings\]\] table 1 of 1: unknown keyword argument\(s\) \['num_action'\]"),
+        (lambda t: t.replace('env = "NeuralBandit-v0"', 'env = "Nope"'), r"\[bandit\] env must be one of \["),
+        # Override tables of registered agents are checked as --set checks them, before any work.
+        (lambda t: t.replace("num_ensemble = 2\nnum_steps", "num_ensembl = 2\nnum_steps"),
+         r"\[testbed.overrides.ensemble\]: unknown hyperparameter\(s\) \['num_ensembl'\] for agent 'ensemble'"),
+        (lambda t: t.replace("[bandit.overrides.ensemble]\nnum_ensemble = 2", "[bandit.overrides.ensemble]\nnum_ensemble = 0"),
+         r"\[bandit.overrides.ensemble\]: num_ensemble must be an integer >= 1, got 0"),
     ],
 )
 def test_a_bad_experiment_file_is_one_line_naming_it(tmp_path, edit, message):
