@@ -23,7 +23,7 @@ import pandas as pd
 from decision_bench._src.files import atomic_write
 from decision_bench.analysis.correlation import CorrelationResult, interval_text
 from decision_bench.analysis.inputs import failed_rows
-from decision_bench.analysis.join import METRIC_LABELS, _finite_kl, metric_rows, present
+from decision_bench.analysis.join import METRIC_LABELS, PROBLEM_COLUMNS, _finite_kl, metric_rows, present
 
 __all__ = [
     "AGENT_COLOURS",
@@ -127,40 +127,53 @@ def _agent_order(agents) -> list[str]:
     return (["mlp"] if "mlp" in agents else []) + [a for a in agents if a != "mlp"]
 
 
+# What makes two testbed rows the same problem (the columns a table has of these, and seed).
+_PROBLEM_KEYS = ("prior", "activation", "hidden_sizes", *PROBLEM_COLUMNS)
+
+
 def normalised_kl_table(testbed: pd.DataFrame) -> pd.DataFrame:
     """Per-agent mean d_KL divided by mlp's, for tau = 1 and tau = 10 (iid).
 
     Returns columns metric, agent, mean, stderr, normalised, normalised_stderr,
-    n (rows averaged: problems x seeds). A metric is left out when mlp has no
-    rows for it or its mean is not > 0 (noisy estimates of a d_KL near 0 can
-    average below 0, and a ratio to such a mean means nothing).
+    n, paired. mean and stderr: the agent's own mean over its rows and its standard
+    error. normalised: mean(agent) / mean(mlp) over the problems (setting and seed)
+    both were scored on, with a paired standard error (the delta method, keeping the
+    covariance of agent and mlp on one problem: sd(agent - ratio * mlp) / sqrt(n) /
+    mean(mlp)); n: those shared problems; paired True. An agent that shares no problem
+    with mlp gets the ratio of the two means over their own rows, its standard error
+    from both unpaired errors, and paired False. A metric is left out when mlp has no
+    rows for it or its mean is not > 0 (noisy estimates of a d_KL near 0 can average
+    below 0, and a ratio to such a mean means nothing).
     """
+    columns = ["metric", "agent", "mean", "stderr", "normalised", "normalised_stderr", "n", "paired"]
     out = []
     for metric in ("dkl_1", "dkl_10"):
         rows = _finite_kl(metric_rows(testbed, metric), metric)
         if rows.empty:
             continue
-        stats = rows.groupby(rows["agent"].astype(str))["kl"].agg(["mean", "std", "size"])
+        rows = rows.assign(agent=rows["agent"].astype(str))
+        stats = rows.groupby("agent")["kl"].agg(["mean", "std", "size"])
         if "mlp" not in stats.index or not stats.loc["mlp", "mean"] > 0:
             continue
-        ref = stats.loc["mlp", "mean"]
         stderr = stats["std"].fillna(0.0) / np.sqrt(stats["size"])
-        out.append(
-            pd.DataFrame(
-                {
-                    "metric": metric,
-                    "agent": stats.index,
-                    "mean": stats["mean"].to_numpy(),
-                    "stderr": stderr.to_numpy(),
-                    "normalised": (stats["mean"] / ref).to_numpy(),
-                    "normalised_stderr": (stderr / ref).to_numpy(),
-                    "n": stats["size"].to_numpy(),
-                }
-            )
-        )
-    if not out:
-        return pd.DataFrame(columns=["metric", "agent", "mean", "stderr", "normalised", "normalised_stderr", "n"])
-    return pd.concat(out, ignore_index=True)
+        keys = present(rows, _PROBLEM_KEYS) + ["seed"]
+        per_problem = rows.assign(**{k: rows[k].astype(str) for k in keys}).groupby(["agent", *keys])["kl"].mean()
+        mlp = per_problem.loc["mlp"]
+        for agent in stats.index:
+            shared = pd.concat([per_problem.loc[agent].rename("a"), mlp.rename("m")], axis=1, join="inner")
+            if len(shared) and shared["m"].mean() > 0:
+                ratio = shared["a"].mean() / shared["m"].mean()
+                spread = (shared["a"] - ratio * shared["m"]).std(ddof=1) if len(shared) > 1 else 0.0
+                ratio_se, n, paired = spread / np.sqrt(len(shared)) / shared["m"].mean(), len(shared), True
+            else:
+                ref = stats.loc["mlp", "mean"]
+                ratio = stats.loc[agent, "mean"] / ref
+                ratio_se = math.hypot(stderr[agent], ratio * stderr["mlp"]) / ref
+                n, paired = int(stats.loc[agent, "size"]), False
+            out.append({"metric": metric, "agent": agent, "mean": stats.loc[agent, "mean"],
+                        "stderr": stderr[agent], "normalised": ratio, "normalised_stderr": ratio_se,
+                        "n": n, "paired": paired})
+    return pd.DataFrame(out, columns=columns)
 
 
 def plot_normalised_kl(testbed: pd.DataFrame, directory: Path, stem: str = "fig2_normalised_kl") -> list[Path]:
@@ -193,6 +206,9 @@ def plot_normalised_kl(testbed: pd.DataFrame, directory: Path, stem: str = "fig2
         ax.bar([np.nan], [np.nan], color="0.6", edgecolor="0.2", linewidth=0.5, label=METRIC_LABELS[metric],
                **styles[metric])  # a grey legend entry per metric
     sizes = table.groupby("agent")["n"].max()
+    unpaired = sorted(set(table.loc[~table["paired"].astype(bool), "agent"]))
+    unpaired_note = (f"; {', '.join(unpaired)} shares no problem with mlp: its ratio is of the two means, "
+                     "its error from both unpaired errors") if unpaired else ""
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     # The HMC floor: exact inference on the generative model (analysis/fidelity.py), when hmc ran.
     floor = table[(table["agent"] == FLOOR_AGENT) & (table["metric"] == "dkl_10")]["normalised"]
@@ -205,9 +221,10 @@ def plot_normalised_kl(testbed: pd.DataFrame, directory: Path, stem: str = "fig2
     ax.legend()
     _caption(
         fig,
-        "Bars: each agent's mean d_KL over its testbed problems and seeds "
-        f"({_count_range(sizes)} rows per agent and metric), divided by mlp's mean. Error bars: \u00b11 standard "
-        "error of that mean (sample standard deviation / sqrt(rows)), divided by mlp's mean.",
+        "Bars: each agent's mean d_KL over the testbed problems (setting and seed) it shares with mlp "
+        f"({_count_range(sizes)} per agent and metric), divided by mlp's mean on them. Error bars: \u00b11 "
+        "standard error of that ratio, paired over the shared problems (delta method: sd of agent - ratio x mlp "
+        "/ sqrt(problems) / mlp's mean)" + unpaired_note + ".",
         width_inches,
     )
     return _save(fig, directory, stem)
