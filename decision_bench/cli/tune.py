@@ -18,7 +18,7 @@ from decision_bench._src.files import write_results_csv
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench.cli.arguments import add_agent_options, parse_settings
 from decision_bench.evaluation.sweeps import SWEEP_NAMES
-from decision_bench.experiments.agent_files import read_agent_files
+from decision_bench.experiments.agent_files import host_agent_names, read_agent_files
 from decision_bench.agents.registry import names
 from decision_bench.evaluation.tune import PAPER_GRIDS, check_grid, grid_points, tune
 
@@ -74,6 +74,13 @@ def run_command(args: argparse.Namespace) -> int:
     unused = [f"{name!r} ({f.path})" for name, f in files.items() if name != args.agent]
     if unused:
         raise ValueError(f"--agent-file defines {', '.join(unused)}, which is not the agent tuned ({args.agent!r})")
+    if args.agent in host_agent_names(files.values()):
+        # Its options are Python values its own code reads: nothing to vmap as a grid.
+        raise ValueError(
+            f"tune runs a grid as one compiled program, which a host agent ({args.agent!r}: agent(data, spec) -> "
+            f"sampler) cannot join; compare its options with one testbed run each, e.g. "
+            f"decision-bench testbed --agents {args.agent} --agent-file {files[args.agent].path} --set {args.agent}.OPTION=VALUE"
+        )
     settings = parse_settings(getattr(args, "settings", ()), (args.agent,), tuple(files.values()))
     fixed = settings.get(args.agent, {})
     if args.grid:

@@ -249,3 +249,12 @@ def test_an_error_in_the_host_agents_code_is_one_line_naming_its_file_and_line(t
     assert err[-1] == (f"decision-bench: error: host agent 'bad_host' agent_file {str(path)!r} line 3 "
                        "(fitting: agent(data, spec)): RuntimeError: boom")
     assert not any("Traceback" in line for line in err)
+
+
+def test_tune_refuses_a_host_agent_naming_the_testbed_command_to_use(numpy_file, tmp_path, capsys):
+    out = tmp_path / "tune"
+    assert cli_main(["tune", "my_numpy", "--agent-file", str(numpy_file), "--grid", "l2=0.1,1",
+                     "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "a host agent ('my_numpy'" in err and "decision-bench testbed --agents my_numpy" in err
+    assert err.count("\n") == 1 and not out.exists()
