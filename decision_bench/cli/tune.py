@@ -15,9 +15,10 @@ import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import write_results_csv
+from decision_bench._src.memory import check_count, check_fits, testbed_memory
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench.cli.arguments import add_agent_options, parse_settings
-from decision_bench.evaluation.sweeps import SWEEP_NAMES
+from decision_bench.evaluation.sweeps import SWEEP_NAMES, get_sweep
 from decision_bench.experiments.agent_files import host_agent_names, read_agent_files
 from decision_bench.agents.registry import names
 from decision_bench.evaluation.tune import PAPER_GRIDS, check_grid, grid_points, tune
@@ -66,6 +67,20 @@ def register(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _check_sizes(args: argparse.Namespace, num_points: int) -> None:
+    """The counts named by their flags, and a grid that cannot fit in memory refused
+    before any work: every point x seed of a setting is one vmapped program."""
+    for flag in ("--num-test", "--num-models"):
+        check_count(flag, getattr(args, flag[2:].replace("-", "_")))
+    sweep = get_sweep(args.sweep)
+    seeds = sweep.num_seeds if args.seeds is None else check_count("--seeds", args.seeds)
+    max_tau = max(design.tau for design in sweep.designs)
+    rows = num_points * len(sweep.settings) * len(sweep.designs) * seeds
+    for setting in sweep.settings:
+        check_fits("this tune run", testbed_memory(
+            num_points * seeds, setting.num_train, args.num_test, max_tau, setting.input_dim, rows))
+
+
 def run_command(args: argparse.Namespace) -> int:
 
     files = {f.name: f for f in read_agent_files(getattr(args, "agent_files", ()), registered=names())}
@@ -99,6 +114,7 @@ def run_command(args: argparse.Namespace) -> int:
     make_agent = None if agent_file is None else agent_file.make_agent
     # Before the folder is touched or anything compiles.
     grid = check_grid(args.agent, grid, fixed, make_agent)
+    _check_sizes(args, len(grid_points(grid)))
     arguments = {"agent": args.agent, "--grid": grid, "--sweep": args.sweep, "--seeds": args.seeds,
                  "--num-test": args.num_test, "--num-models": args.num_models}
     if agent_file is not None:

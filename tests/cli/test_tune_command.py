@@ -35,6 +35,11 @@ def test_command_refuses_a_malformed_grid(tmp_path, capsys):
         (["tune", "mlp", "--grid", "l2=1", "--grid", "l2=2"], "--grid names 'l2' twice"),
         (["tune", "foo"], "unknown agent 'foo' (known: "),
         (["tune", "foo", "--grid", "l2=1"], "unknown agent 'foo' (known: "),
+        # The counts named by their flags, and a grid too large for memory, before any work.
+        (["tune", "mlp", "--grid", "l2=1", "--seeds", "0"], "--seeds must be an integer in [1, "),
+        (["tune", "mlp", "--grid", "l2=1", "--num-test", "0"], "--num-test must be an integer in [1, "),
+        (["tune", "mlp", "--grid", "l2=1", "--num-models", "-2"], "--num-models must be an integer in [1, "),
+        (["tune", "mlp", "--grid", "l2=1,2", "--seeds", "2000000000"], "this tune run needs at least"),
     ],
 )
 def test_command_refuses_bad_grids_in_one_line_and_writes_nothing(tmp_path, capsys, argv, message):
