@@ -258,6 +258,9 @@ class Verdict:
     excess: float
     stderr: float
     num_problems: int
+    runner_up: str | None = None  # the second-best point, when the default is the best
+    runner_up_excess: float = math.nan  # its paired excess over the default
+    runner_up_stderr: float = math.nan
 
     @property
     def within_noise(self) -> bool:
@@ -267,8 +270,12 @@ class Verdict:
         if self.default is None:
             return f"{self.agent}: the default is not among the points scored"
         if self.best == self.default:
-            return (f"{self.agent}: the registered default is the selected point, "
+            line = (f"{self.agent}: the registered default is the selected point, "
                     f"d_KL^agg {self.default_dkl_agg:.4g} over {self.num_problems} problems")
+            if self.runner_up is not None:
+                line += (f"; the next best, {self.runner_up}, is {self.runner_up_excess:+.4g} +- "
+                         f"{self.runner_up_stderr:.2g} above it (paired)")
+            return line
         verdict = "within noise of" if self.within_noise else "worse than"
         return (f"{self.agent}: selected {self.best} (d_KL^agg {self.best_dkl_agg:.4g}); default "
                 f"{self.default} {self.default_dkl_agg:.4g}, paired excess {self.excess:+.4g} +- "
@@ -287,10 +294,17 @@ def default_against_best(agent: str, rows: pd.DataFrame) -> Verdict:
         return Verdict(agent, best, None, float(row.dkl_agg), math.nan, math.nan, math.nan, 0)
     default = defaults.iloc[0]
     difference = (agg.loc[default] - agg.loc[best]).dropna()
+    runner = {}
+    others = table[table.point != best].dropna(subset=["dkl_agg"]).sort_values("dkl_agg")
+    if best == default and len(others):
+        second = others.point.iloc[0]
+        margin = (agg.loc[second] - agg.loc[default]).dropna()
+        runner = dict(runner_up=second, runner_up_excess=float(margin.mean()),
+                      runner_up_stderr=float(margin.sem()) if len(margin) > 1 else math.nan)
     return Verdict(
         agent, best, default,
         float(table.set_index("point").loc[best, "dkl_agg"]),
         float(table.set_index("point").loc[default, "dkl_agg"]),
         float(difference.mean()), float(difference.sem()) if len(difference) > 1 else math.nan,
-        int(len(difference)),
+        int(len(difference)), **runner,
     )

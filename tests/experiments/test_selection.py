@@ -112,6 +112,10 @@ def test_the_default_being_the_best_says_so():
     verdict = default_against_best("mlp", _rows({"default": default, "l2=10": default * 2}))
     assert verdict.best == "default" and verdict.within_noise
     assert "registered default is the selected point" in verdict.line()
+    # The runner-up's paired margin over the default: agg doubles from 2 to 4 on every problem.
+    assert verdict.runner_up == "l2=10"
+    assert verdict.runner_up_excess == pytest.approx(2.0) and verdict.runner_up_stderr == pytest.approx(0.0)
+    assert "the next best, l2=10, is +2 +- 0 above it" in verdict.line()
 
 
 def test_a_nan_estimate_makes_its_point_nan_never_a_silent_average():
