@@ -544,6 +544,10 @@ def select_chain(
             length = ours["num_steps"].fillna(default).astype(int)
         else:
             length = pd.Series(default, index=ours.index)
+        if mine.any() and not (mine & (length == num_steps)).any():
+            have = sorted(int(n) for n in length[mine].unique())
+            raise ValueError(f"ours has no rows of {agent!r} with num_steps {num_steps}; its chain lengths "
+                             f"are {have}: pick one with --num-steps")
         ours = ours[~mine | (length == num_steps)]
     return reference, ours, chain
 
@@ -837,14 +841,15 @@ def run(args: argparse.Namespace) -> bool:
         names = agents_with_figures()
     if not names:
         raise ValueError("--agent all: no agent has reference figures")
-    if args.ours is not None:  # only the agents the --ours files hold
+    if args.ours is not None:  # only the agents the --ours files hold (a chained agent: at its default chain)
         held = set()
         for path in args.ours:
-            held |= set(_read_csv(Path(path), "ours file", "write one with --save FILE")["agent"])
+            frame = _read_csv(Path(path), "ours file", "write one with --save FILE")
+            held |= {name for name in frame["agent"].unique() if _holds_default_chain(frame, name)}
         skipped = [name for name in names if name not in held]
         names = [name for name in names if name in held]
         if skipped:
-            print(f"--agent all: not in the --ours files, skipped: {', '.join(skipped)}")
+            print(f"--agent all: not in the --ours files (a chained agent: not at its default chain length), skipped: {', '.join(skipped)}")
         if not names:
             raise ValueError("--agent all: the --ours files hold none of the agents with reference figures")
     results = {}
@@ -853,6 +858,19 @@ def run(args: argparse.Namespace) -> bool:
         results[name] = run_agent(args, name)
     print("\nsummary: " + ", ".join(f"{name} {'HOLDS' if ok else 'FAILS'}" for name, ok in results.items()))
     return all(results.values())
+
+
+def _holds_default_chain(ours: pd.DataFrame, agent: str) -> bool:
+    """Whether ours has rows of agent at its default chain length (always, for rows
+    without a num_steps column: see select_chain)."""
+    rows = ours[ours["agent"] == agent]
+    if "num_steps" not in rows.columns or agent not in agents.names():
+        return not rows.empty
+    hyper = agents.hyperparameters(agent)
+    if "burn_in" not in hyper:  # not a chain: num_steps is an SGD step count
+        return not rows.empty
+    default = int(agents.config(agent).num_steps)
+    return bool((rows["num_steps"].fillna(default).astype(int) == default).any())
 
 
 def stored_ours_files() -> list[Path]:

@@ -362,7 +362,7 @@ def test_agent_all_compares_each_agent_and_its_ratio_to_mlp(cr, tmp_path, capsys
     # --agent all with --ours compares only the agents those files hold
     assert cr.main(argv[:4] + ["--ours", str(tmp_path / "ours_mlp.csv")]) == 0
     printed = capsys.readouterr().out
-    assert "--agent all: not in the --ours files, skipped: uniform" in printed
+    assert "--agent all: not in the --ours files (a chained agent: not at its default chain length), skipped: uniform" in printed
     assert printed.rstrip().endswith("summary: mlp HOLDS")
     # without our mlp the ratio cannot be formed, and the acceptance is not established
     assert cr.main(argv[:4] + ["--agent", "uniform", "--ours", str(tmp_path / "ours_uniform.csv")]) == 1
