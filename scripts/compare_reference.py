@@ -6,6 +6,7 @@
     python scripts/compare_reference.py --agent epinet --reference ref_epinet.csv --reference ref_mlp.csv --ours ...
     python scripts/compare_reference.py [--agent mlp] [--seeds 20] [--save ours.csv]   # run ours
     python scripts/compare_reference.py --agent ensemble+ [--num-ensemble 30] --seeds 20
+    python scripts/compare_reference.py --agent sgmcmc [--num-steps 5000] --ours ours_sgmcmc.csv --ours ours_mlp.csv
 
 The reference figures are per problem: one d_KL per (T, beta, tau, seed) of
 ``classification_2d`` (d = 2, iid test inputs), measured on DeepMind's
@@ -38,6 +39,13 @@ for the ratio to mlp). Printed per agent:
   |z| <= 3 for each tau's mean over settings, no setting with |z| > 3.5 (an
   undefined z fails too), and, for agents other than mlp, the two sides'
   ratios to mlp differing by at most their combined standard error.
+
+Chains (sgmcmc): the reference's rows carry their chain's num_batches,
+burn_in_time and model_saving_frequency, ours num_steps, burn_in and keep_every;
+--num-steps picks one chain length (default: our agent's default, the paper's
+500,000), on both sides. Our rows without those columns count as the agent's
+default chain; when ours is run, a shorter reference chain's three settings are
+given to our agent as overrides.
 
 When the reference's settings are not a full grid, ours runs the product of
 their T, beta and tau values and only the reference's settings are compared.
@@ -77,6 +85,8 @@ Z_MAX = 3.5  # any one setting
 Z_OVERALL_MAX = 3.0  # a tau's mean over settings
 RATIO_AGREEMENT = 1.0  # |difference of the ratios to mlp| <= this many combined standard errors
 JUDGED_TAUS = (1, 10)
+# A Markov chain's length settings: the reference's column -> our hyperparameter (sgmcmc).
+CHAIN_FIELDS = {"num_batches": "num_steps", "burn_in_time": "burn_in", "model_saving_frequency": "keep_every"}
 
 
 def _standard(frame: pd.DataFrame, seed_column: str, kl_column: str) -> pd.DataFrame:
@@ -483,8 +493,63 @@ def load_reference(agent: str) -> tuple[pd.DataFrame, list[Path]]:
         _missing_columns(frame, REFERENCE_COLUMNS, f"the reference file {path}")
         frames.append(frame[frame["agent"].isin([agent, BASELINE])])
     frame = pd.concat(frames, ignore_index=True)
-    identity = ["problem_id", "agent", "num_ensemble"] if "problem_id" in frame.columns else None
-    return frame.drop_duplicates(subset=identity, keep="first"), paths
+    return frame.drop_duplicates(subset=_identity(frame), keep="first"), paths
+
+
+def _identity(frame: pd.DataFrame) -> list[str] | None:
+    """The columns that name one reference figure: problem, agent, ensemble size and,
+    where the file has it, the chain length (sgmcmc's short and full chains of one
+    problem are two figures); None (every column) without problem ids."""
+    if "problem_id" not in frame.columns:
+        return None
+    return ["problem_id", "agent", "num_ensemble"] + [c for c in CHAIN_FIELDS if c in frame.columns]
+
+
+def select_chain(
+    reference: pd.DataFrame, ours: pd.DataFrame | None, agent: str, num_steps: int | None
+) -> tuple[pd.DataFrame, pd.DataFrame | None, dict | None]:
+    """The reference's and our rows of agent at one chain length, and that chain's
+    settings in our names ({"num_steps", "burn_in", "keep_every"}), or None when the
+    reference's rows of agent have no chain columns (then --num-steps is refused).
+
+    num_steps None picks the reference's single length or, where it has several, our
+    agent's default num_steps (an error when the reference lacks it). Rows of other
+    agents (mlp) are kept whatever their columns. Our rows of agent without a
+    num_steps value count as the agent's default chain.
+    """
+    rows = reference[reference["agent"] == agent]
+    if "num_batches" not in reference.columns or rows["num_batches"].isna().all():
+        if num_steps is not None:
+            raise ValueError(f"--num-steps is only for agents whose reference rows have a chain length, not {agent!r}")
+        return reference, ours, None
+    lengths = sorted(int(n) for n in rows["num_batches"].dropna().unique())
+    default = int(agents.config(agent).num_steps)
+    if num_steps is None:
+        if len(lengths) > 1 and default not in lengths:
+            raise ValueError(f"the reference has {agent!r} with num_batches {lengths}: pick one with --num-steps")
+        num_steps = default if len(lengths) > 1 else lengths[0]
+    num_steps = check_int("--num-steps", num_steps, 1)
+    if num_steps not in lengths:
+        raise ValueError(f"the reference has {agent!r} only with --num-steps in {lengths}, got {num_steps}")
+    chosen = rows[rows["num_batches"] == num_steps]
+    settings = chosen[list(CHAIN_FIELDS)].drop_duplicates()
+    if len(settings) != 1:
+        raise ValueError(f"the reference's {agent!r} rows with num_batches {num_steps} have several burn-ins or "
+                         f"saving frequencies: {settings.to_dict('records')}")
+    chain = {ours_name: int(settings.iloc[0][ref_name]) for ref_name, ours_name in CHAIN_FIELDS.items()}
+    reference = reference[(reference["agent"] != agent) | (reference["num_batches"] == num_steps)]
+    if ours is not None and "agent" in ours.columns:
+        mine = ours["agent"] == agent
+        if "num_steps" in ours.columns:
+            length = ours["num_steps"].fillna(default).astype(int)
+        else:
+            length = pd.Series(default, index=ours.index)
+        if mine.any() and not (mine & (length == num_steps)).any():
+            have = sorted(int(n) for n in length[mine].unique())
+            raise ValueError(f"ours has no rows of {agent!r} with num_steps {num_steps}; its chain lengths "
+                             f"are {have}: pick one with --num-steps")
+        ours = ours[~mine | (length == num_steps)]
+    return reference, ours, chain
 
 
 def reference_sweep(reference: pd.DataFrame, num_seeds: int) -> Sweep:
@@ -536,6 +601,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="ensemble agents only: the reference's ensemble size to compare, also given to ours "
         "(default: the reference's, when it has one)",
+    )
+    parser.add_argument(
+        "--num-steps",
+        type=int,
+        default=None,
+        help="agents with a chain (sgmcmc) only: the chain length to compare, the reference's "
+        "num_batches and our num_steps (default: our agent's default, 500,000)",
     )
     parser.add_argument(
         "--reference",
@@ -594,9 +666,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _ours_frame(
-    args: argparse.Namespace, agent: str, ref_runs, num_ensemble, label
+    args: argparse.Namespace, agent: str, ref_runs, num_ensemble, label, chain: dict | None = None
 ) -> tuple[pd.DataFrame, str]:
-    """Our rows (agent and, unless agent is mlp, our mlp) from --ours files or a new run."""
+    """Our rows (agent and, unless agent is mlp, our mlp) from --ours files or a new run
+    (with a chain, its settings are given to ours unless they are the agent's defaults,
+    and recorded in the agent's rows)."""
     if args.ours is not None:
         running_only = (("--seeds", args.seeds), ("--save", args.save), ("--set", args.overrides))
         given = [flag for flag, value in running_only if value is not None and value != []]
@@ -615,6 +689,13 @@ def _ours_frame(
     if num_ensemble is not None:
         if overrides.setdefault("num_ensemble", num_ensemble) != num_ensemble:
             raise ValueError("give the ensemble size with --num-ensemble, not --set num_ensemble")
+    if chain is not None:
+        defaults = agents.config(agent)
+        for name, value in chain.items():
+            if name in overrides and overrides[name] != value:
+                raise ValueError(f"give the chain length with --num-steps, not --set {name}")
+            if value != getattr(defaults, name):
+                overrides[name] = value
     agents.config(agent, **overrides)  # unknown or invalid hyperparameters fail here
     num_test = check_int("--num-test", args.num_test, 1)
     num_models = check_int("--num-models", args.num_models, 1)
@@ -634,6 +715,10 @@ def _ours_frame(
         overrides={agent: overrides} if overrides else None,
         progress=not args.no_progress,
     )
+    if chain is not None:
+        for name, value in chain.items():
+            ours[name] = ours[name] if name in ours.columns else np.nan
+            ours.loc[ours["agent"] == agent, name] = value
     if args.save is not None:
         save = Path(args.save)
         save.parent.mkdir(parents=True, exist_ok=True)
@@ -697,15 +782,20 @@ def run_agent(args: argparse.Namespace, agent: str) -> bool:
         frames = [_read_csv(Path(path), "reference file", hint) for path in args.reference]
         reference = pd.concat(frames, ignore_index=True)
         if "problem_id" in reference.columns:
-            reference = reference.drop_duplicates(subset=["problem_id", "agent", "num_ensemble"])
+            reference = reference.drop_duplicates(subset=_identity(reference))
         source_ref = ", ".join(args.reference)
     else:
         reference, paths = load_reference(agent)
         source_ref = ", ".join(str(path) for path in paths)
+    reference, _, chain = select_chain(reference, None, agent, args.num_steps)
     ref_runs, num_ensemble = reference_runs(reference, agent, args.num_ensemble)
     ref_summary = summarize_settings(ref_runs)
     label = agent if num_ensemble is None else f"{agent} (num_ensemble {num_ensemble})"
-    ours, source = _ours_frame(args, agent, ref_runs, num_ensemble, label)
+    if chain is not None:
+        label += f" (chain {chain['num_steps']} steps, burn-in {chain['burn_in']}, keep every {chain['keep_every']})"
+    ours, source = _ours_frame(args, agent, ref_runs, num_ensemble, label, chain)
+    if chain is not None:
+        _, ours, _ = select_chain(reference, ours, agent, chain["num_steps"])
     comparison = compare(ref_summary, summarize_settings(ours_runs(ours, agent)))
     per_tau = overall(comparison)
     ratios, ratio_note, paired = within_side_ratios(reference, ours, ref_runs, agent, comparison)
@@ -751,14 +841,15 @@ def run(args: argparse.Namespace) -> bool:
         names = agents_with_figures()
     if not names:
         raise ValueError("--agent all: no agent has reference figures")
-    if args.ours is not None:  # only the agents the --ours files hold
+    if args.ours is not None:  # only the agents the --ours files hold (a chained agent: at its default chain)
         held = set()
         for path in args.ours:
-            held |= set(_read_csv(Path(path), "ours file", "write one with --save FILE")["agent"])
+            frame = _read_csv(Path(path), "ours file", "write one with --save FILE")
+            held |= {name for name in frame["agent"].unique() if _holds_default_chain(frame, name)}
         skipped = [name for name in names if name not in held]
         names = [name for name in names if name in held]
         if skipped:
-            print(f"--agent all: not in the --ours files, skipped: {', '.join(skipped)}")
+            print(f"--agent all: not in the --ours files (a chained agent: not at its default chain length), skipped: {', '.join(skipped)}")
         if not names:
             raise ValueError("--agent all: the --ours files hold none of the agents with reference figures")
     results = {}
@@ -767,6 +858,19 @@ def run(args: argparse.Namespace) -> bool:
         results[name] = run_agent(args, name)
     print("\nsummary: " + ", ".join(f"{name} {'HOLDS' if ok else 'FAILS'}" for name, ok in results.items()))
     return all(results.values())
+
+
+def _holds_default_chain(ours: pd.DataFrame, agent: str) -> bool:
+    """Whether ours has rows of agent at its default chain length (always, for rows
+    without a num_steps column: see select_chain)."""
+    rows = ours[ours["agent"] == agent]
+    if "num_steps" not in rows.columns or agent not in agents.names():
+        return not rows.empty
+    hyper = agents.hyperparameters(agent)
+    if "burn_in" not in hyper:  # not a chain: num_steps is an SGD step count
+        return not rows.empty
+    default = int(agents.config(agent).num_steps)
+    return bool((rows["num_steps"].fillna(default).astype(int) == default).any())
 
 
 def stored_ours_files() -> list[Path]:

@@ -362,7 +362,7 @@ def test_agent_all_compares_each_agent_and_its_ratio_to_mlp(cr, tmp_path, capsys
     # --agent all with --ours compares only the agents those files hold
     assert cr.main(argv[:4] + ["--ours", str(tmp_path / "ours_mlp.csv")]) == 0
     printed = capsys.readouterr().out
-    assert "--agent all: not in the --ours files, skipped: uniform" in printed
+    assert "--agent all: not in the --ours files (a chained agent: not at its default chain length), skipped: uniform" in printed
     assert printed.rstrip().endswith("summary: mlp HOLDS")
     # without our mlp the ratio cannot be formed, and the acceptance is not established
     assert cr.main(argv[:4] + ["--agent", "uniform", "--ours", str(tmp_path / "ours_uniform.csv")]) == 1
@@ -465,3 +465,31 @@ def test_stored_and_ours_together_are_refused(cr, capsys):
     assert cr.main(["--stored", "--ours", "x.csv"]) == 2
     err = capsys.readouterr().err
     assert "--stored" in err and "not both" in err and err.count("\n") == 1
+
+
+def test_a_chained_agent_is_compared_at_one_chain_length_on_both_sides(cr, tmp_path, capsys):
+    # sgmcmc's short and full chains of one problem are two reference figures; --num-steps
+    # picks one on both sides (ours by its num_steps column), the default being the agent's.
+    reference = pd.read_csv(_reference_csv(tmp_path / "ref.csv")).query("agent == 'mlp'")
+    chains = []
+    for steps, burn_in, every, factor in ((5000, 1000, 10, 2.0), (500_000, 100_000, 1000, 1.0)):
+        chains.append(reference.assign(agent="sgmcmc", kl_estimate=reference["kl_estimate"] * factor,
+                                       num_batches=steps, burn_in_time=burn_in, model_saving_frequency=every))
+    both = pd.concat([reference, *chains], ignore_index=True)
+    both.to_csv(tmp_path / "ref.csv", index=False)
+    ours = both.rename(columns={"problem_seed": "seed", "kl_estimate": "kl", "num_batches": "num_steps",
+                                "burn_in_time": "burn_in", "model_saving_frequency": "keep_every"})
+    ours = ours.assign(kappa=None, input_dim=2)
+    ours.to_csv(tmp_path / "ours.csv", index=False)
+    argv = ["--reference", str(tmp_path / "ref.csv"), "--ours", str(tmp_path / "ours.csv"), "--agent", "sgmcmc"]
+    assert cr.main(argv + ["--num-steps", "5000"]) == 0
+    out = capsys.readouterr().out
+    assert "sgmcmc (chain 5000 steps, burn-in 1000, keep every 10)" in out
+    assert "tau 1 ratio to mlp: reference 2.000 vs ours 2.000 (agree" in out
+    assert cr.main(argv) == 0
+    assert "tau 1 ratio to mlp: reference 1.000 vs ours 1.000 (agree" in capsys.readouterr().out
+    ours[ours["num_steps"] != 500_000].to_csv(tmp_path / "ours.csv", index=False)
+    assert cr.main(argv) == 2
+    assert "ours has no rows of 'sgmcmc' with num_steps 500000" in capsys.readouterr().err
+    assert cr.main(argv + ["--num-steps", "7"]) == 2
+    assert "only with --num-steps in [5000, 500000], got 7" in capsys.readouterr().err
