@@ -22,6 +22,7 @@ from typing import Any, Callable, Protocol
 import jax
 import jax.numpy as jnp
 
+from decision_bench._src.pytrees import register_data_fields
 from decision_bench._src.validation import check_choice, check_int, check_positive, check_sizes
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
@@ -224,31 +225,12 @@ class CoinsPrior:
         return jax.nn.one_hot(index, self.num_coins, dtype=jnp.float32)
 
 
-def _register_with_temperature_as_data(cls: type, static_fields: tuple[str, ...]) -> None:
-    """Makes a prior a pytree whose one leaf is its temperature.
-
-    Jitted code can then take a prior as an ordinary argument: priors that differ
-    only in temperature share one compiled program (the temperature only divides
-    logits; shapes never depend on it). Unflattening bypasses ``__init__``, whose
-    checks need concrete numbers and would reject a traced temperature.
-    """
-
-    def flatten(prior):
-        return (prior.temperature,), tuple(getattr(prior, name) for name in static_fields)
-
-    def unflatten(static, leaves):
-        prior = object.__new__(cls)
-        for name, value in zip(static_fields, static):
-            object.__setattr__(prior, name, value)
-        object.__setattr__(prior, "temperature", leaves[0])
-        return prior
-
-    jax.tree_util.register_pytree_node(cls, flatten, unflatten)
-
-
-_register_with_temperature_as_data(MLPPrior, ("input_dim", "hidden_sizes", "activation", "num_classes"))
-_register_with_temperature_as_data(LogisticPrior, ("input_dim", "num_classes"))
-_register_with_temperature_as_data(CoinsPrior, ("num_coins", "num_classes"))
+# Each prior is a pytree whose one leaf is its temperature: jitted code can then take a
+# prior as an ordinary argument, and priors that differ only in temperature share one
+# compiled program (the temperature only divides logits; shapes never depend on it).
+register_data_fields(MLPPrior, ("temperature",), ("input_dim", "hidden_sizes", "activation", "num_classes"))
+register_data_fields(LogisticPrior, ("temperature",), ("input_dim", "num_classes"))
+register_data_fields(CoinsPrior, ("temperature",), ("num_coins", "num_classes"))
 
 PRIORS = ("mlp", "logistic", "coins")
 

@@ -166,10 +166,11 @@ def seed_keys(seed: Any) -> tuple[jax.Array, jax.Array]:
 class BanditLoop:
     """One (agent, environment, policy) loop; a pytree.
 
-    The agent is its only data (its hyperparameters are array leaves); the
-    environment and the settings are static. So the jitted entry points take the
-    loop as an ordinary argument: two loops that differ only in hyperparameter
-    values share one compiled program. All methods are pure functions of arrays;
+    The agent and the environment are its data (the agent's hyperparameters and the
+    environment's real numbers, such as beta, are array leaves; their shapes are
+    structure); the settings are static. So the jitted entry points take the
+    loop as an ordinary argument: two loops that differ only in hyperparameter or
+    environment values share one compiled program. All methods are pure functions of arrays;
     shapes are per seed. Built by ``make_loop``; ``BanditLoopConfig`` documents
     the settings.
     """
@@ -326,19 +327,34 @@ class BanditLoop:
         return jax.vmap(one_seed)(carry, params)
 
 
-jax.tree_util.register_dataclass(
-    BanditLoop,
-    data_fields=["agent"],
-    meta_fields=[
-        "env", "policy", "update_mode", "steps_per_obs", "batch_size", "replay_capacity",
-        "greedy_samples",
-    ],
-)
+_LOOP_SETTINGS = ("policy", "update_mode", "steps_per_obs", "batch_size", "replay_capacity", "greedy_samples")
+
+
+def _flatten_loop(loop: BanditLoop) -> tuple[tuple, tuple]:
+    # This package's cores are pytrees whose real numbers (beta, delta, noise scales) are
+    # leaves (envs/bandits.py): they are data, like the agent, so another beta compiles
+    # nothing. A user's core that is not a pytree would be one opaque leaf, which jit
+    # cannot take: it stays static, as every core once was.
+    env_is_data = not jax.tree_util.treedef_is_leaf(jax.tree.structure(loop.env))
+    data = (loop.agent, loop.env if env_is_data else None)
+    static = (None if env_is_data else loop.env, *(getattr(loop, name) for name in _LOOP_SETTINGS))
+    return data, static
+
+
+def _unflatten_loop(static: tuple, data: tuple) -> BanditLoop:
+    agent, env = data
+    static_env, *settings = static
+    return BanditLoop(
+        agent=agent, env=env if static_env is None else static_env, **dict(zip(_LOOP_SETTINGS, settings))
+    )
+
+
+jax.tree_util.register_pytree_node(BanditLoop, _flatten_loop, _unflatten_loop)
 
 
 # Compiled entry points. The loop is a traced argument: loops with the same agent
-# functions, environment and settings share one compiled program, whatever the
-# agent's hyperparameter values.
+# functions, environment shapes and settings share one compiled program, whatever the
+# agent's hyperparameter values and the environment's temperature.
 
 
 @jax.jit

@@ -62,13 +62,13 @@ from decision_bench.analysis.leaderboard import (
     bandit_markdown, bandit_paired_differences, bandit_scores, markdown, paired_differences, regret_trend, scores,
 )
 from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
-from decision_bench.cli.testbed import run_command_cells
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, describe_testbed_cell
 from decision_bench.experiments.baselines import (
     STORED_DIR, Baselines, bandit_stale_reasons, library_differences, load_baselines, stale_reasons, stored_names,
 )
 from decision_bench.experiments.agent_files import host_agent_names, read_agent_files
 from decision_bench.experiments.cells import config_label
+from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.store import ResultsStore
 
 DEFAULT_BASELINES = "standard"
@@ -216,14 +216,14 @@ def main(args: argparse.Namespace) -> int:
         bandit_cells = tuple(c for a in agents for c in stored.bandit_cells(a, digests.get(a), config(a, "bandit")))
         print(f"--bandit: {estimate_cells(bandit_cells).line()}", flush=True)
     with claim_run_dir(args.out, "leaderboard", arguments) as out:
-        frame = run_command_cells(
+        frame = run_cells(
             cells,
             functools.partial(compute_testbed_cell, agent_files=tuple((f.name, f.path) for f in files)),
             ResultsStore(out / CELLS_DIR),
-            desc="leaderboard",
-            describe=describe_testbed_cell,
             progress=not args.no_progress,
+            announce=True,
             host_agents=host_agent_names(files),
+            desc="leaderboard", unit="setting", describe=describe_testbed_cell,
         )
         ours = _as_stored(frame)
         ours["agent"] = ours["agent"].map(lambda a: labels.get(a, a))
@@ -271,8 +271,9 @@ def _bandit_side(args, stored: Baselines, out: Path, cells, files, labels, yours
 
     runner = CellRunner(str(out), tuple((f.name, f.path) for f in files), progress=False)
     store = ResultsStore(out / CELLS_DIR)
-    run_command_cells(
-        cells, runner, store, desc="leaderboard bandit", describe=_describe_bandit_cell, progress=not args.no_progress,
+    run_cells(
+        cells, runner, store, progress=not args.no_progress, announce=True,
+        desc="leaderboard bandit", unit="setting", describe=_describe_bandit_cell,
     )
     frame = with_agent_config(bandit_rows([(cell, store.read(cell)) for cell in cells]), cells)
     write_results_csv(out / "bandit.csv", frame)

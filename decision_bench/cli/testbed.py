@@ -53,12 +53,10 @@ import argparse
 import functools
 import json
 import math
-import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import atomic_write_text, sha256_hex, write_results_csv
@@ -82,14 +80,13 @@ from decision_bench.evaluation.kl import METHODS
 from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
 from decision_bench.evaluation.runner import ReferenceFits
 from decision_bench.evaluation.sweeps import SWEEP_NAMES, Sweep, custom_sweep, get_sweep
-from decision_bench.experiments import estimate as estimate_module
 from decision_bench.experiments.agent_files import AgentFile, current_make_agent, host_agent_names, read_agent_files
 from decision_bench.experiments.cells import Cell
-from decision_bench.experiments.estimate import estimate_cells
+from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.experiment_file import read_experiment_file
 from decision_bench.experiments.presets import Preset, testbed_sweep
 from decision_bench.experiments.reproduce import with_settings
-from decision_bench.experiments.store import ResultsStore, concat_tables, edit_notes
+from decision_bench.experiments.store import ResultsStore
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, describe_testbed_cell, sweep_cells
 
 BASELINE = "mlp"
@@ -301,61 +298,6 @@ def _cell_agent(cell: Cell, agent_files: Sequence[tuple[str, str]]) -> tuple[Any
     return agent, overrides if cell.agent_config else None
 
 
-def run_command_cells(
-    cells: Sequence[Cell],
-    compute: Callable[[Cell], pd.DataFrame],
-    store: ResultsStore,
-    *,
-    desc: str,
-    describe: Callable[[Cell], str],
-    progress: bool,
-    results_csv: Path | None = None,
-    on_cell_done: Callable[[Cell, pd.DataFrame], None] | None = None,
-    host_agents: tuple[str, ...] = (),
-) -> pd.DataFrame:
-    """Computes the cells ``store`` does not hold yet, writing each as soon as it
-    is done, and returns the rows of all ``cells`` in order, read back from the store.
-
-    results_csv: rewritten after each computed cell with the rows of every finished
-    cell, in order (atomically, with its checksum: ``analyze`` may read it while
-    the run goes on); the caller writes the finished run's file. on_cell_done(cell,
-    rows): called after each computed cell is stored.
-
-    What ``experiments.executors.run_cells`` does locally, with the command's own progress bar
-    (one step per setting, labelled by ``describe``). A corrupt cell file is
-    warned about (by the store) and recomputed.
-    """
-    for line in edit_notes(store, cells):
-        print(line, file=sys.stderr)
-    finished = [store.read(cell) for cell in cells]  # rows, or None for a cell to compute
-    done = [rows is not None for rows in finished]
-    if any(done):
-        print(
-            f"resuming: {sum(done)} of {len(cells)} cells already done in {store.directory}",
-            file=sys.stderr,
-        )
-    todo = [cell for cell, finished in zip(cells, done) if not finished]
-    estimate = estimate_cells(todo, host_agents=host_agents)
-    if estimate.wall_seconds >= estimate_module.LONG_RUN_SECONDS or {c.agent for c in todo} & set(host_agents):
-        print(estimate.line(), file=sys.stderr)
-    bar = tqdm(total=len(cells), initial=sum(done), desc=desc, unit="setting", disable=not progress)
-    try:
-        for index, cell in enumerate(cells):
-            if done[index]:
-                continue
-            bar.set_postfix_str(describe(cell))
-            finished[index] = compute(cell)
-            store.write(cell, finished[index])
-            if results_csv is not None:
-                write_results_csv(results_csv, concat_tables([rows for rows in finished if rows is not None]))
-            if on_cell_done is not None:
-                on_cell_done(cell, finished[index])
-            bar.update(1)
-    finally:
-        bar.close()
-    return store.load(cells)
-
-
 def realdata_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean NLL per agent (rows) and design (columns), over data sets, sizes and seeds."""
     design = frame["tau"].astype(str).radd("NLL^") + frame["kappa"].map(
@@ -483,14 +425,16 @@ def _main_realdata(
     args: argparse.Namespace, out: Path, datasets: tuple[str, ...], seeds: tuple[int, ...], cells: tuple[Cell, ...]
 ) -> int:
     store = ResultsStore(out / CELLS_DIR)
-    frame = run_command_cells(
+    frame = run_cells(
         cells,
         functools.partial(compute_realdata_cell, agent_files=_file_pairs(cells, args)) if _file_pairs(cells, args)
         else compute_realdata_cell,
         store,
-        desc=REALDATA, describe=_describe_realdata, progress=not args.no_progress,
+        progress=not args.no_progress,
         results_csv=out / "realdata.csv",
+        announce=True,
         host_agents=host_agent_names(getattr(args, "loaded_agent_files", ())),
+        desc=REALDATA, unit="setting", describe=_describe_realdata,
     )
     frame = with_config_column(frame, cells)
     write_results_csv(out / "realdata.csv", frame)
@@ -745,16 +689,16 @@ def _run_testbed_cells(args, out, sweep_name, custom, seeds, cells, reference, r
     compute = functools.partial(compute_testbed_cell, **options) if options else compute_testbed_cell
     board = None if getattr(args, "tensorboard", None) is None else TensorBoardLog(args.tensorboard)
     try:
-        frame = run_command_cells(
+        frame = run_cells(
             cells,
             compute,
             ResultsStore(out / CELLS_DIR),
-            desc=f"testbed {sweep_name}",
-            describe=describe_testbed_cell,
             progress=not args.no_progress,
-            results_csv=out / "testbed.csv",
             on_cell_done=None if board is None else lambda cell, rows: board.testbed_rows(rows),
+            results_csv=out / "testbed.csv",
+            announce=True,
             host_agents=host_agent_names(getattr(args, "loaded_agent_files", ())),
+            desc=f"testbed {sweep_name}", unit="setting", describe=describe_testbed_cell,
         )
         if board is not None:
             board.testbed_rows(frame)  # the reused cells' points too (not written twice)

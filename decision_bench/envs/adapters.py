@@ -22,7 +22,6 @@ set it shows, the same values the next step reports.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import gymnasium
@@ -40,7 +39,9 @@ INFO_KEYS = ("expected_reward", "optimal_expected_reward", "regret", "optimal_ac
 RESET_INFO_KEYS = OPTIMUM_KEYS
 
 
-@functools.partial(jax.jit, static_argnums=0)
+# The core is an argument like any other: a pytree whose real numbers (beta) are leaves
+# and whose shapes are structure (bandits.py), so envs of another beta share these programs.
+@jax.jit
 def _reset(core, key):
     k_params, k_reset, key = jax.random.split(key, 3)
     params = core.sample_params(k_params)
@@ -48,7 +49,7 @@ def _reset(core, key):
     return obs, state, params, key, core.optimum(state, params)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@jax.jit
 def _step(core, key, state, action, params):
     key, k_step = jax.random.split(key)
     obs, state, reward, info = core.step(k_step, state, action, params)
@@ -175,7 +176,7 @@ class BernoulliBanditEnv(BanditEnv):
         super().__init__("BernoulliBandit-v0", **kwargs)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@jax.jit
 def _vector_step(core, keys, states, actions, params, needs_reset):
     stepped = jax.vmap(lambda k, s, a, p: _step.__wrapped__(core, k, s, a, p))(
         keys, states, actions, params
@@ -199,7 +200,7 @@ def _vector_step(core, keys, states, actions, params, needs_reset):
     return obs, states, params, reward, info, keys
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@jax.jit
 def _vector_reset(core, keys):
     return jax.vmap(lambda k: _reset.__wrapped__(core, k))(keys)
 

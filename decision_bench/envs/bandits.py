@@ -3,7 +3,9 @@
 In the style of gymnax: static shapes live on a frozen dataclass, everything
 that varies between environment samples lives in an explicit params pytree, and
 ``reset`` / ``step`` are pure functions of a key, so ``jax.jit``, ``jax.vmap``
-over seeds and ``jax.lax.scan`` over time apply directly::
+over seeds and ``jax.lax.scan`` over time apply directly. Each core is also a
+pytree whose real numbers (the temperature) are leaves and whose shapes are its
+structure, so the compiled loop takes it as data: another beta compiles nothing::
 
     env = NeuralBandit(input_dim=2, num_actions=40, temperature=0.1)
     params = env.sample_params(key_env)           # one environment sample E
@@ -20,6 +22,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from decision_bench._src.pytrees import build_unchecked, register_data_fields
 from decision_bench._src.validation import (
     check_choice,
     check_int,
@@ -118,9 +121,21 @@ class NeuralBandit(_FeatureBandit):
         object.__setattr__(self, "hidden_sizes", check_sizes("hidden_sizes", self.hidden_sizes))
         check_choice("activation", self.activation, ACTIVATIONS)
 
+    def reward_probs(self, params: BanditParams, actions: jax.Array) -> jax.Array:
+        """P(reward = 1 | x) for each action. actions: [A, d] -> [A]."""
+        # Times the reciprocal, not divided by beta: while beta was compiled in, XLA
+        # rewrote the division so (x / c -> x * (1 / c), c a constant); written out, a
+        # traced beta gives those numbers bit for bit (a traced division rounds otherwise).
+        scale = jnp.float32(1.0) / jnp.asarray(self.temperature, jnp.float32)
+        logits = self.prior.raw_logits(params.model, actions) * scale
+        return jax.nn.softmax(logits, axis=-1)[:, 1]
+
     @property
     def prior(self) -> MLPPrior:
-        return MLPPrior(
+        # Unchecked: the fields were checked when this bandit was made, and inside the
+        # compiled loop the temperature is traced (MLPPrior's checks need a number).
+        return build_unchecked(
+            MLPPrior,
             input_dim=self.input_dim,
             hidden_sizes=self.hidden_sizes,
             activation=self.activation,
@@ -164,6 +179,12 @@ class BernoulliBandit(_FeatureBandit):
     def reward_probs(self, params: BanditParams, actions: jax.Array) -> jax.Array:
         return actions @ params.model["p"]
 
+
+# The temperature is data, the shapes are structure (module docstring).
+_NEURAL_STATIC = ("input_dim", "num_actions", "hidden_sizes", "activation")
+register_data_fields(NeuralBandit, ("temperature",), _NEURAL_STATIC)
+register_data_fields(ContextualNeuralBandit, ("temperature",), _NEURAL_STATIC)
+register_data_fields(BernoulliBandit, (), ("num_actions",))
 
 BANDITS = {
     "NeuralBandit-v0": NeuralBandit,

@@ -20,7 +20,7 @@ all arms' features, as the other bandits of this package show their action sets.
 
 The functional core follows envs/bandits.py: the frozen dataclass holds only
 static facts (the data set's identity and shapes) and is hashable, so the
-compiled bandit loop can take it as a static argument; the data itself enters
+compiled bandit loop can take it as structure (a pytree without leaves); the data itself enters
 through ``sample_params`` as the ``ClassificationParams`` pytree. Features are
 standardised with the mean and standard deviation of the whole data set (a
 bandit has no held-out split).
@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from decision_bench._src.pytrees import register_as_static
 from decision_bench.data import load_dataset
 
 
@@ -167,3 +168,8 @@ class ClassificationBandit:
         }
         next_state = self._show(key, params, state.t + 1)
         return next_state.actions, next_state, correct, info
+
+
+# A pytree without leaves (as the other cores are pytrees, envs/bandits.py): the data set
+# lives in host arrays set at construction, so the core stays whole, as structure.
+register_as_static(ClassificationBandit)

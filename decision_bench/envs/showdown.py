@@ -56,6 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from decision_bench._src.pytrees import register_as_static, register_data_fields
 from decision_bench._src.validation import check_int, check_nonnegative
 from decision_bench.envs._step_info import optimum, step_info
 from decision_bench.envs.classification import arm_features
@@ -286,6 +287,12 @@ class SparseLinearBandit(LinearBandit):
         return (ranks < self.sparse_dim).astype(jnp.float32)
 
 
+# Each core is a pytree (as envs/bandits.py's): its real numbers are leaves, so another
+# delta or noise scale shares the compiled loop; its sizes are structure.
+register_data_fields(WheelBandit, tuple(WheelParams._fields), ())
+register_data_fields(LinearBandit, ("noise_scale",), ("context_dim", "num_actions"))
+register_data_fields(SparseLinearBandit, ("noise_scale",), ("context_dim", "num_actions", "sparse_dim"))
+
 SHOWDOWN_BANDITS = {
     "WheelBandit-v0": WheelBandit,
     "LinearBandit-v0": LinearBandit,
@@ -321,7 +328,7 @@ class TableBandit(_GaussianContextBandit):
     the Showdown plays its shuffled rows once each); the chosen action earns that
     row's reward, and regret is measured on the expected rewards. Compared by
     identity (``eq=False``): the arrays are not hashable, and the compiled loop
-    takes the core as a static argument. Not a Gymnasium id (it needs the data):
+    takes the core as structure (a pytree without leaves). Not a Gymnasium id (it needs the data):
     pass it to ``run_bandit`` or ``ThompsonPolicy`` as a functional core.
     """
 
@@ -385,3 +392,7 @@ class TableBandit(_GaussianContextBandit):
         reward = params.rewards[state.row, action]
         next_state = self._show(key, params, state.t + 1)
         return next_state.actions, next_state, reward, info
+
+
+# The tables are host arrays set at construction: the core stays whole, as structure.
+register_as_static(TableBandit)

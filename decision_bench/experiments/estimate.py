@@ -260,14 +260,3 @@ def cell_seconds(cell: Cell, table: dict | None = None) -> float:
     for ``run_cells(cost=...)``)."""
     estimate = estimate_cells([cell], table=table)
     return estimate.compute_seconds + estimate.compile_seconds
-
-
-def estimate_preset(preset, agents: tuple[str, ...] | None = None, workers: int = 1) -> Estimate:
-    """The estimate of ``decision-bench reproduce --preset NAME`` with ``workers`` local
-    worker processes (the cores kept busy: at most the cores available)."""
-    from decision_bench.experiments.presets import get_preset  # noqa: PLC0415
-    from decision_bench.experiments.reproduce import build_cells  # noqa: PLC0415
-
-    preset = get_preset(preset) if isinstance(preset, str) else preset
-    cells = build_cells(preset, preset.agents if agents is None else tuple(agents))
-    return estimate_cells(cells, parallel=min(workers, cores_available()))

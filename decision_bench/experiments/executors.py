@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
 import pandas as pd
@@ -25,9 +26,11 @@ from decision_bench._src import worker as worker_module
 from decision_bench._src.devices import usable_cores
 from decision_bench._src.console import RunFailed
 from decision_bench._src.extras import require_extra
+from decision_bench._src.files import write_results_csv
 from decision_bench._src.worker import describe_exit, read_message, write_message
 from decision_bench.experiments.cells import Cell
-from decision_bench.experiments.store import ResultsStore
+from decision_bench.experiments.estimate import LONG_RUN_SECONDS, estimate_cells
+from decision_bench.experiments.store import ResultsStore, concat_tables, edit_notes
 
 EXECUTORS = ("local", "ray")
 # How long a Ray address may take to accept a connection, and Ray to answer on
@@ -53,6 +56,13 @@ def run_cells(
     workers: int = 1,
     on_cell_done: Callable[[Cell, pd.DataFrame], None] | None = None,
     cost: Callable[[Cell], float] | None = None,
+    *,
+    results_csv: Path | None = None,
+    announce: bool = False,
+    host_agents: tuple[str, ...] = (),
+    desc: str = "cells",
+    unit: str = "cell",
+    describe: Callable[[Cell], str] | None = None,
 ) -> pd.DataFrame:
     """Computes every cell not yet in `store`, writing each as it finishes.
 
@@ -80,6 +90,15 @@ def run_cells(
         Where cells run at once (worker processes, Ray) the costliest start first, so
         that no long cell is left to run alone at the end while the other cores idle;
         None keeps the grid's order. Which cell runs where never changes its rows.
+      results_csv: rewritten after each computed cell with the rows of every finished
+        cell, in cell order (atomically, with its checksum: ``analyze`` may read it
+        while the run goes on); the caller writes the finished run's file.
+      announce: before computing, print to stderr the store's edit notes
+        (``store.edit_notes``), how many cells are already done, and the estimate
+        (``experiments.estimate``) when the run is long or runs ``host_agents``
+        (agent-file names whose cost cannot be estimated).
+      desc, unit, describe: the progress bar's label, its unit, and the text shown
+        for the cell being computed (default: the start of its id).
 
     Returns:
       The rows of all `cells`, in cell order (the order does not depend on the
@@ -110,21 +129,34 @@ def run_cells(
     if not callable(compute_fn):
         raise ValueError(f"compute_fn must be callable, got {compute_fn!r}")
 
-    todo = [c for c in cells if not store.is_done(c)]
+    if announce:
+        for line in edit_notes(store, cells):
+            print(line, file=sys.stderr)
+    # Each cell's stored rows, or None for a cell to compute (a corrupt file is warned
+    # about by the store and recomputed).
+    finished = [store.read(c) for c in cells]
+    todo = [c for c, rows in zip(cells, finished) if rows is None]
+    if announce:
+        _announce(cells, todo, store, host_agents)
     concurrent = executor == "ray" or (workers > 1 and len(todo) > 1)
     if cost is not None and concurrent:
         # Longest first (a stable sort: equal costs keep the grid's order).
         todo = sorted(todo, key=cost, reverse=True)
-    bar = _progress_bar(total=len(cells), initial=len(cells) - len(todo), enabled=progress)
+    position = {c.id: i for i, c in enumerate(cells)}
+    bar = _progress_bar(len(cells), len(cells) - len(todo), progress, desc, unit)
     try:
         if todo:
             def save(cell: Cell, frame: pd.DataFrame) -> None:
                 store.write(cell, frame)
+                finished[position[cell.id]] = frame
+                if results_csv is not None:
+                    write_results_csv(results_csv, concat_tables([rows for rows in finished if rows is not None]))
                 if on_cell_done is not None:
                     on_cell_done(cell, frame)
 
+            label = describe or (lambda cell: cell.id[:40])
             if executor == "local" and (workers == 1 or len(todo) == 1):
-                _run_local(todo, compute_fn, save, bar)
+                _run_local(todo, compute_fn, save, bar, label)
             elif executor == "local":
                 _run_processes(todo, compute_fn, save, bar, min(workers, len(todo)), store.directory)
             else:
@@ -132,6 +164,17 @@ def run_cells(
     finally:
         bar.close()
     return store.load(cells)
+
+
+def _announce(cells: Sequence[Cell], todo: Sequence[Cell], store: ResultsStore, host_agents: tuple[str, ...]) -> None:
+    """What a command says before it computes: cells already done, and the estimate
+    when the run is long or includes agents whose cost cannot be estimated."""
+    done = len(cells) - len(todo)
+    if done:
+        print(f"resuming: {done} of {len(cells)} cells already done in {store.directory}", file=sys.stderr)
+    estimate = estimate_cells(todo, host_agents=host_agents)
+    if estimate.wall_seconds >= LONG_RUN_SECONDS or {c.agent for c in todo} & set(host_agents):
+        print(estimate.line(), file=sys.stderr)
 
 
 class WorkerDied(RunFailed):
@@ -145,17 +188,18 @@ def default_workers(limit: int = 4) -> int:
     return max(1, min(usable_cores(), limit))
 
 
-def _progress_bar(total: int, initial: int, enabled: bool):
+def _progress_bar(total: int, initial: int, enabled: bool, desc: str, unit: str):
     from tqdm.auto import tqdm
 
     # tqdm's rate (hence the time left) counts only cells done in this run, so a
     # resumed run does not claim the skipped cells took no time.
-    return tqdm(total=total, initial=initial, disable=not enabled, unit="cell", desc="cells")
+    return tqdm(total=total, initial=initial, disable=not enabled, unit=unit, desc=desc)
 
 
-def _run_local(todo, compute_fn, save, bar) -> None:
+def _run_local(todo, compute_fn, save, bar, label: Callable[[Cell], str]) -> None:
     for cell in todo:
-        bar.set_postfix_str(cell.id[:40], refresh=False)
+        # Shown at once: a cell can take minutes, and the bar should name the one running.
+        bar.set_postfix_str(label(cell))
         save(cell, compute_fn(cell))
         bar.update(1)
 

@@ -131,7 +131,7 @@ def test_running_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch, error)
     def exhausted(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(testbed, "run_command_cells", exhausted)
+    monkeypatch.setattr(testbed, "run_cells", exhausted)
     assert main(TINY_TESTBED + ["--out", str(tmp_path)]) == 1
     (line,) = _error_lines(capsys)
     assert line.startswith("decision-bench: error: out of memory: make the run smaller")
@@ -143,6 +143,6 @@ def test_another_runtime_error_is_not_reported_as_out_of_memory(tmp_path, monkey
     def failing(*args, **kwargs):
         raise RuntimeError("something else")
 
-    monkeypatch.setattr(testbed, "run_command_cells", failing)
+    monkeypatch.setattr(testbed, "run_cells", failing)
     with pytest.raises(RuntimeError, match="something else"):
         main(TINY_TESTBED + ["--out", str(tmp_path)])

@@ -269,6 +269,21 @@ def test_progress_bar_runs(tmp_path, capsys):
     assert "2/2" in capsys.readouterr().err
 
 
+def test_results_file_grows_with_the_run(tmp_path):
+    cells = _cells()[:3]
+    store = ResultsStore(tmp_path / "cells")
+    results = tmp_path / "results.csv"
+    run_cells(cells[:1], _compute, store, progress=False)
+    sizes = []
+    run_cells(cells, _compute, store, progress=False, results_csv=results,
+              on_cell_done=lambda cell, rows: sizes.append(len(pd.read_csv(results))))
+    # rewritten after each computed cell with every finished cell's rows, the stored one included
+    assert sizes == [len(_expected(cells[:2])), len(_expected(cells))]
+    written, expected = pd.read_csv(results), _expected(cells)
+    assert list(written["agent"]) == list(expected["agent"]) and list(written["seed"]) == list(expected["seed"])
+    np.testing.assert_array_equal(written["kl"], expected["kl"])
+
+
 class _MarkingCompute:
     """compute_fn that leaves one new file per call in `directory`, named after the cell.
 
