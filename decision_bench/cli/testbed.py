@@ -273,17 +273,18 @@ def _seed_count(flag_value: int | None, default_count: int) -> int:
     return default_count if flag_value is None else check_count("--seeds", flag_value)
 
 
-def check_testbed_memory(args: argparse.Namespace, sweep: Sweep, num_agents: int) -> None:
+def check_testbed_memory(
+    args: argparse.Namespace, sweep: Sweep, num_agents: int, points: int = 1, what: str = "this testbed run"
+) -> None:
     """Refuses, before anything is allocated (the seeds' list included), a run whose
-    largest setting or whose rows cannot fit in this machine's memory."""
+    largest setting or whose rows cannot fit in this machine's memory. points: grid
+    points run together with every seed in one program (``tune``)."""
     seeds = _seed_count(args.seeds, sweep.num_seeds)
-    rows = num_agents * len(sweep.settings) * len(sweep.designs) * seeds
+    rows = num_agents * points * len(sweep.settings) * len(sweep.designs) * seeds
     max_tau = max(design.tau for design in sweep.designs)
     for setting in sweep.settings:
-        check_fits(
-            "this testbed run",
-            testbed_memory(seeds, setting.num_train, args.num_test, max_tau, setting.input_dim, rows),
-        )
+        check_fits(what, testbed_memory(points * seeds, setting.num_train, args.num_test, max_tau,
+                                        setting.input_dim, rows))
 
 
 def _cell_agent(cell: Cell, agent_files: Sequence[tuple[str, str]]) -> tuple[Any, Any]:

@@ -15,9 +15,10 @@ import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import write_results_csv
-from decision_bench._src.memory import check_count, check_fits, testbed_memory
+from decision_bench._src.memory import check_count
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench.cli.arguments import add_agent_options, parse_settings
+from decision_bench.cli.testbed import check_testbed_memory
 from decision_bench.evaluation.sweeps import SWEEP_NAMES, get_sweep
 from decision_bench.experiments.agent_files import host_agent_names, read_agent_files
 from decision_bench.agents.registry import names
@@ -72,13 +73,7 @@ def _check_sizes(args: argparse.Namespace, num_points: int) -> None:
     before any work: every point x seed of a setting is one vmapped program."""
     for flag in ("--num-test", "--num-models"):
         check_count(flag, getattr(args, flag[2:].replace("-", "_")))
-    sweep = get_sweep(args.sweep)
-    seeds = sweep.num_seeds if args.seeds is None else check_count("--seeds", args.seeds)
-    max_tau = max(design.tau for design in sweep.designs)
-    rows = num_points * len(sweep.settings) * len(sweep.designs) * seeds
-    for setting in sweep.settings:
-        check_fits("this tune run", testbed_memory(
-            num_points * seeds, setting.num_train, args.num_test, max_tau, setting.input_dim, rows))
+    check_testbed_memory(args, get_sweep(args.sweep), 1, points=num_points, what="this tune run")
 
 
 def run_command(args: argparse.Namespace) -> int:

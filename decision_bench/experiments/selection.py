@@ -213,19 +213,26 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+# What makes two rows the same problem (tune scores every point on the same ones).
+_PROBLEM = ["input_dim", "num_train", "temperature", "seed"]
+
+
+def _distinct(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (point, problem, tau): a point two studies share is scored once."""
+    return rows.drop_duplicates(["point", *_PROBLEM, "tau"])
+
+
 def _aggregate_per_problem(rows: pd.DataFrame) -> pd.DataFrame:
     """d_KL^agg per (point, problem): index point, columns the problems (setting, seed)."""
-    per = rows.pivot_table(index=["point", "input_dim", "num_train", "temperature", "seed"],
-                           columns="tau", values="kl", aggfunc="first", dropna=False)
+    per = rows.pivot_table(index=["point", *_PROBLEM], columns="tau", values="kl", aggfunc="first", dropna=False)
     agg = (per[1] + per[10] / 10.0).rename("dkl_agg").reset_index()
-    return agg.pivot_table(index="point", columns=["input_dim", "num_train", "temperature", "seed"],
-                           values="dkl_agg", aggfunc="first", dropna=False)
+    return agg.pivot_table(index="point", columns=_PROBLEM, values="dkl_agg", aggfunc="first", dropna=False)
 
 
 def selection_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per distinct point (the first study that has it): study, point,
     dkl_1, dkl_10, dkl_agg (means over the problems), dkl_agg_stderr, default, best."""
-    rows = rows.drop_duplicates(["point", "input_dim", "num_train", "temperature", "seed", "tau"])
+    rows = _distinct(rows)
     study_of = rows.groupby("point", sort=False)["study"].first()
     per_tau = rows.pivot_table(index="point", columns="tau", values="kl", aggfunc=lambda v: v.mean(skipna=False))
     agg = _aggregate_per_problem(rows)
@@ -285,8 +292,7 @@ class Verdict:
 def default_against_best(agent: str, rows: pd.DataFrame) -> Verdict:
     """The Verdict for an agent's selection rows (``run_selection``)."""
     table = selection_table(rows)
-    agg = _aggregate_per_problem(rows.drop_duplicates(["point", "input_dim", "num_train", "temperature",
-                                                       "seed", "tau"]))
+    agg = _aggregate_per_problem(_distinct(rows))
     best = table.loc[table.best, "point"].iloc[0]
     defaults = table.loc[table.default, "point"]
     if defaults.empty:
