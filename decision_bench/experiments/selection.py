@@ -283,6 +283,9 @@ class Verdict:
                 line += (f"; the next best, {self.runner_up}, is {self.runner_up_excess:+.4g} +- "
                          f"{self.runner_up_stderr:.2g} above it (paired)")
             return line
+        if not math.isfinite(self.stderr):
+            return (f"{self.agent}: selected {self.best}; default {self.default}, paired excess "
+                    f"{self.excess:+.4g} over {self.num_problems} problem(s): too few for a verdict")
         verdict = "within noise of" if self.within_noise else "worse than"
         return (f"{self.agent}: selected {self.best} (d_KL^agg {self.best_dkl_agg:.4g}); default "
                 f"{self.default} {self.default_dkl_agg:.4g}, paired excess {self.excess:+.4g} +- "

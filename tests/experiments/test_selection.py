@@ -146,3 +146,9 @@ def test_run_selection_scores_every_point_on_the_same_problems():
     ours = run_testbed("mlp", sweep=sweep, seeds=2, num_test=8, num_models=8)
     ours = ours.set_index(["seed", "tau"]).kl.sort_index()
     np.testing.assert_allclose(per_point["default"].sort_index().to_numpy(), ours.to_numpy(), rtol=1e-2)
+
+
+def test_one_problem_gives_no_verdict():
+    rows = _rows({"default": np.array([[1.0, 10.0]] * 4), "l2=0.1": np.array([[0.5, 5.0]] * 4)})
+    one = rows[(rows.num_train == 1) & (rows.seed == 0)]
+    assert "too few for a verdict" in default_against_best("mlp", one).line()
