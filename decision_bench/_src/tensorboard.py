@@ -1,7 +1,11 @@
 """Optional TensorBoard logging of a run as it goes (``--tensorboard DIR``).
 
-Event files are written by tensorboardX (``pip install 'decision-bench[tensorboard]'``),
-which needs no TensorFlow; ``tensorboard --logdir DIR`` shows them. Scalars:
+Event files are written with tensorboardX's record format (``pip install
+'decision-bench[tensorboard]'``), which needs no TensorFlow; ``tensorboard --logdir DIR``
+shows them. They are written in the calling thread (tensorboardX's ``RecordWriter``, not its
+``SummaryWriter``): a full disk or a lost folder is then an ``OSError`` where the run
+writes, which the commands report in one line like any other write, rather than
+tracebacks from the writer's background thread and its exit hook. Scalars:
 
 - ``regret/<bandit setting>/<agent>/seed<s>`` ("+" in a name is written "_plus"): cumulative regret against the step,
   from the rows of bandit.csv as they are logged (each chunk or cell);
@@ -18,7 +22,9 @@ duplicates.
 from __future__ import annotations
 
 import math
+import socket
 import struct
+import time
 import uuid
 from pathlib import Path
 
@@ -89,28 +95,38 @@ class TensorBoardLog:
 
     def __init__(self, directory: str | Path):
         try:
-            from tensorboardX import SummaryWriter  # noqa: PLC0415 - optional dependency
+            from tensorboardX.record_writer import RecordWriter  # noqa: PLC0415 - optional dependency
         except ImportError:
             raise ValueError(f"--tensorboard needs tensorboardX, which is not installed: {INSTALL_HINT}") from None
         self.directory = Path(directory)
         # Before the writer opens its own file: the points of earlier sessions of the run.
         self.written: set[tuple[str, int]] = logged_points(self.directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
         # Event files are named by the second they were opened: a unique suffix keeps a
         # run resumed within the same second from replacing the earlier session's file.
-        self.writer = SummaryWriter(logdir=str(self.directory), filename_suffix=f".{uuid.uuid4().hex[:12]}")
+        name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{uuid.uuid4().hex[:12]}"
+        self.records = RecordWriter(str(self.directory / name))
+        self._write(file_version="brain.Event:2")  # what TensorBoard expects first
+
+    def _write(self, **fields) -> None:
+        from tensorboardX.proto import event_pb2  # noqa: PLC0415 - optional dependency
+
+        self.records.write(event_pb2.Event(wall_time=time.time(), **fields).SerializeToString())
 
     def _add(self, tag: str, value: float, step: int) -> None:
+        from tensorboardX.summary import scalar  # noqa: PLC0415 - optional dependency
+
         if (tag, step) in self.written or not math.isfinite(value):
             return
         self.written.add((tag, step))
-        self.writer.add_scalar(tag, value, global_step=step)
+        self._write(step=step, summary=scalar(tag, value))
 
     def bandit_rows(self, rows: pd.DataFrame) -> None:
         """Regret curves from bandit.csv rows (agent, seed, step, cumulative_regret, setting columns)."""
         for row in rows.to_dict("records"):
             tag = f"regret/{_bandit_setting(row)}/{_name(row['agent'])}/seed{int(row['seed'])}"
             self._add(tag, float(row["cumulative_regret"]), int(row["step"]))
-        self.writer.flush()
+        self.records.flush()
 
     def testbed_rows(self, rows: pd.DataFrame) -> None:
         """Mean d_KL over seeds per agent, design and (d, beta), at step T, from testbed.csv rows."""
@@ -123,7 +139,9 @@ class TensorBoardLog:
         for (agent, design, d, beta, num_train), kl in frame.groupby(keys, dropna=False)["kl"]:
             self._add(f"dkl/{design}/{_name(agent)}/d{_number(d)}_beta{_number(beta)}", float(kl.mean()),
                       int(num_train))
-        self.writer.flush()
+        self.records.flush()
 
     def close(self) -> None:
-        self.writer.close()
+        # Closes the file even when its last flush fails (a full disk): the error is
+        # raised once, where the run writes, and no file is left open behind it.
+        self.records.close()

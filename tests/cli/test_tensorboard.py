@@ -111,3 +111,33 @@ def test_a_cut_event_file_keeps_its_whole_records(tmp_path):
     path.write_bytes(data[:-7])  # kill -9 in the middle of the last record
     tag = "regret/NeuralBandit-v0_d2_A40_beta0.1/mlp/seed0"
     assert logged_points(tmp_path / "tb") == {(tag, 10)}
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_a_full_disk_is_an_oserror_where_the_run_writes_and_nothing_else(tmp_path):
+    """E20 (issue 34): a full disk under --tensorboard used to print two tensorboardX
+    tracebacks (its writer thread and its exit hook) after the command's one line. Event
+    files on /dev/full (every write: ENOSPC): the error reaches the caller, and the
+    process exits with nothing on stderr (no thread or exit-hook traceback, no file left open)."""
+    import subprocess
+    import sys
+
+    script = f"""
+import errno, pandas as pd, tensorboardX.record_writer as record_writer
+record_writer.open_file = lambda path: open("/dev/full", "wb")
+from decision_bench._src.tensorboard import TensorBoardLog
+rows = pd.DataFrame({{"agent": "mlp", "seed": 0, "step": [1, 2], "cumulative_regret": [0.5, 1.0]}})
+board = TensorBoardLog({str(tmp_path / "tb")!r})
+try:
+    board.bandit_rows(rows)
+except OSError as error:
+    print("caught", errno.errorcode[error.errno])
+try:
+    board.close()
+except OSError as error:
+    print("close", errno.errorcode[error.errno])
+"""
+    done = subprocess.run([sys.executable, "-W", "always::ResourceWarning", "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "caught ENOSPC"
+    assert done.stderr == ""
