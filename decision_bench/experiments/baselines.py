@@ -451,9 +451,14 @@ def _wall_seconds(run_dir: Path, cells, created) -> dict[str, int | None]:
     idle). An agent whose cells include one made before the earliest recorded start
     (a folder whose manifest predates the start history) or that has no manifest gets
     None: its time is not known. The time includes compilation and whatever else the
-    machine was doing (stated with the figures)."""
+    machine was doing (stated with the figures). A run of several worker processes
+    (run.json's ``workers``) computes cells side by side, so creation times cannot tell
+    one cell's time from another's: every agent gets None (a bandit run's own time is
+    in its rows' wall_seconds, and so in the "bandit" record)."""
     manifest = run_dir / "run_manifest.json"
-    if not manifest.is_file():
+    run_record = run_dir / "run.json"
+    workers = json.loads(run_record.read_text(encoding="utf-8")).get("workers", 1) if run_record.is_file() else 1
+    if not manifest.is_file() or (workers or 1) > 1:
         return {c.agent: None for c, _ in cells}
     record = json.loads(manifest.read_text(encoding="utf-8"))
     starts = sorted(datetime.datetime.fromisoformat(t) for t in record.get("claims") or [record["claimed"]])
@@ -591,9 +596,14 @@ def _bandit_side(cells, agents: dict, commands: list, versions: dict, name: str)
         if sorted(problems_of[agent]) != sorted(problems_of[names[0]]):
             raise ValueError(f"{agent} and {names[0]} ran on other bandit problems")
     ordered = [(c, store) for a in names for c, store in cells if c.agent == a]
-    table = with_agent_config(bandit_rows([(c, store.read(c)) for c, store in ordered]), [c for c, _ in ordered])
+    read = [(c, store.read(c)) for c, store in ordered]
+    table = with_agent_config(bandit_rows(read), [c for c, _ in ordered])
     for agent in names:
         agents[agent]["rows"] = int((table["agent"] == agent).sum())
+        # run_bandit's own clock, kept across resumes (one value per cell): the agent's cells summed.
+        seconds = [rows["wall_seconds"].iloc[0] for c, rows in read if c.agent == agent and "wall_seconds" in rows]
+        if seconds and all(pd.notna(seconds)):
+            agents[agent]["wall_seconds"] = int(round(float(sum(seconds))))
     record = {
         "csv": bandit_csv_name(name),
         "command": " ; ".join(commands),

@@ -74,6 +74,9 @@ def test_a_reproduce_run_stores_both_sides_and_loads_back(stored):
     for agent in ("mlp", "uniform"):
         assert record["agents"][agent]["fingerprint"] == agent_fingerprint(cells[agent])
         assert record["agents"][agent]["rows"] == len(SEEDS) * STEPS
+        # The bandit run's own clock (its rows' wall_seconds), not cell creation times.
+        run_seconds = pd.read_csv(run / "bandit.csv").query("agent == @agent")["wall_seconds"].iloc[0]
+        assert record["agents"][agent]["wall_seconds"] == round(run_seconds)
         assert loaded.bandit_cells(agent, agent_config=loaded.agent_config(agent, "bandit"))[0] == cells[agent]
     assert record["command"] == "decision-bench reproduce (tiny preset)" and record["versions"]["decision-bench"]
     # The testbed side records the run's testbed overrides, so the set is current.

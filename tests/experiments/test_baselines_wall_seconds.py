@@ -43,3 +43,14 @@ def test_cells_from_before_the_earliest_recorded_start_have_no_known_time(tmp_pa
 def test_a_run_without_a_manifest_has_no_known_times(tmp_path):
     made = {Cell("mlp", "a"): at(2)}
     assert _wall_seconds(tmp_path, [(cell, None) for cell in made], made) == {"mlp": None}
+
+
+def test_a_run_of_several_workers_has_no_known_times(tmp_path):
+    # Two workers compute cells side by side: the time between two cells' creation is
+    # not either cell's time (a 2-hour bandit run ends between two 5-minute testbed cells).
+    write_manifest(tmp_path, claimed=at(0).isoformat(), claims=[at(0).isoformat()])
+    (tmp_path / "run.json").write_text(json.dumps({"workers": 2}))
+    made = {Cell("mlp", "a"): at(2), Cell("bbb", "b"): at(120)}
+    assert _wall_seconds(tmp_path, [(cell, None) for cell in made], made) == {"mlp": None, "bbb": None}
+    (tmp_path / "run.json").write_text(json.dumps({"workers": 1}))
+    assert _wall_seconds(tmp_path, [(cell, None) for cell in made], made) == {"mlp": 2 * 60, "bbb": 118 * 60}
