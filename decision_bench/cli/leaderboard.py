@@ -101,6 +101,11 @@ def register(subparsers) -> argparse.ArgumentParser:
         "reproduce run; the cost is printed first)",
     )
     parser.add_argument("--list", action="store_true", help="list the stored baselines and exit")
+    parser.add_argument(
+        "--estimate", action="store_true",
+        help="print what the comparison would run (testbed cells, and with --bandit the bandit runs) and its "
+        "estimated time, then exit without running anything (--out not needed)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=main)
     return parser
@@ -173,7 +178,7 @@ def _describe_bandit_cell(cell) -> str:
 def main(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
-    if args.out is None:
+    if args.out is None and not args.estimate:
         raise ValueError("--out is required (the folder for the tables and the agents' cells)")
     stored = load_baselines(args.baselines or DEFAULT_BASELINES)
     if args.bandit:
@@ -209,12 +214,19 @@ def main(args: argparse.Namespace) -> int:
         "--baselines": stored.name, "--allow-stale": bool(args.allow_stale),
     }
     bandit_cells = ()
-    if args.bandit:
-        from decision_bench.experiments.estimate import estimate_cells  # noqa: PLC0415
+    from decision_bench.experiments.estimate import estimate_cells  # noqa: PLC0415
 
+    if args.bandit:
         arguments["--bandit"] = True  # only when given: folders of earlier leaderboards keep their arguments
         bandit_cells = tuple(c for a in agents for c in stored.bandit_cells(a, digests.get(a), config(a, "bandit")))
-        print(f"--bandit: {estimate_cells(bandit_cells).line()}", flush=True)
+    host = host_agent_names(files)
+    if args.estimate:
+        print(f"testbed: {estimate_cells(cells, host_agents=host).line()}")
+        if args.bandit:
+            print(f"--bandit: {estimate_cells(bandit_cells, host_agents=host).line()}")
+        return 0
+    if args.bandit:
+        print(f"--bandit: {estimate_cells(bandit_cells, host_agents=host).line()}", flush=True)
     with claim_run_dir(args.out, "leaderboard", arguments) as out:
         frame = run_cells(
             cells,
@@ -222,7 +234,7 @@ def main(args: argparse.Namespace) -> int:
             ResultsStore(out / CELLS_DIR),
             progress=not args.no_progress,
             announce=True,
-            host_agents=host_agent_names(files),
+            host_agents=host,
             desc="leaderboard", unit="setting", describe=describe_testbed_cell,
         )
         ours = _as_stored(frame)

@@ -167,6 +167,21 @@ def test_leaderboard_bandit_pairs_final_regret_seed_by_seed(stored, tmp_path, ca
         assert "Figure: leaderboard_regret_vs_dkl10.png" in text
 
 
+def test_estimate_states_both_sides_costs_and_runs_nothing(stored, tmp_path, capsys):
+    out = tmp_path / "never"
+    argv = ["leaderboard", "--agents", "mlp", "--baselines", str(stored[1]), "--bandit", "--estimate",
+            "--out", str(out)]
+    assert cli_main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    testbed_cells = len(load_baselines(stored[1]).cells("mlp"))
+    assert lines[0].startswith(f"testbed: estimate: {testbed_cells} testbed cells")
+    assert lines[1].startswith("--bandit: estimate: 1 bandit runs (60 seed-steps)")
+    assert not out.exists()
+    # Without --bandit, the testbed line alone; --out is not needed to ask.
+    assert cli_main(["leaderboard", "--agents", "mlp", "--baselines", str(stored[1]), "--estimate"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
+
+
 def test_bandit_with_a_set_without_bandit_rows_is_one_line(stored, tmp_path, capsys):
     old = _testbed_only_copy(stored[1], tmp_path / "old")
     argv = ["leaderboard", "--agents", "mlp", "--baselines", str(old), "--bandit", "--out", str(tmp_path / "b")]
