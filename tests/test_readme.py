@@ -43,7 +43,8 @@ NOT_RUN = {
     "tests/cli/test_leaderboard.py runs the command on baselines it stores from a tiny grid",
     "decision-bench reproduce --config std.toml": "the standard preset from its printed file, an hour; "
     "tests/cli/test_agent_options.py runs a tiny experiment file end to end",
-    "python scripts/store_baselines.py": "needs a finished testbed run; tests/cli/test_leaderboard.py stores one",
+    "decision-bench store-baselines": "needs a finished run; tests/cli/test_store_baselines.py stores one "
+    "and tests/cli/test_leaderboard_bandit.py a reproduce run's",
     "decision-bench testbed --sweep quick --agents mlp,ensemble+ --out runs/lab_baselines": "the run "
     "stored in the lines after it; tests/cli/test_leaderboard.py does the same on a tiny grid",
     "decision-bench testbed --sweep standard --agents hmc": "the stored Bayes floor, an hour of HMC "
