@@ -31,6 +31,10 @@ NOT_RUN = {
     "make test": "the test suite itself",
     "make docs": "builds the API reference: tests/test_docs.py",
     "pip install": "installs packages: checked by hand from a fresh virtual environment (issue 21)",
+    "python -m pip install build twine": "installs the release tools (README, Releasing)",
+    "python -m build": "builds the release's sdist and wheel: checked by hand before a release (issue 36)",
+    "twine check": "checks the built distributions: by hand before a release (issue 36)",
+    "python docs/tutorial.py": "the whole tutorial, minutes; tests/test_tutorial.py runs it with --small",
     'python -c "import jax; print(jax.devices())"': "shows a GPU only on a machine with one",
     "decision-bench reproduce --preset": "presets run from minutes to hours; their grids are tested in "
     "tests/experiments and the pipeline on a tiny preset in tests/cli/test_custom_agent.py",
