@@ -14,7 +14,7 @@ type it (every one resumes: run the script again after an interruption):
 then prints a summary of the numbers. ``--small`` runs every step at toy sizes (what
 tests/test_tutorial.py runs): the stored sets' problems are fixed, so it first makes a
 tiny stand-in set (``reproduce`` with a tiny experiment file, then ``store-baselines``)
-and compares with that instead. The full run takes about an hour on 2 cores.
+and compares with that instead.
 """
 
 from __future__ import annotations
