@@ -9,16 +9,20 @@ DEMO_OUT ?= runs/demo
 
 .PHONY: demo test test-all bench docs clean
 
-$(STAMP): pyproject.toml
+# The virtual environment itself; each stamp below installs what its targets need into it.
+$(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[test,plot]"
 	touch $(STAMP)
 
-# pdoc, for `make docs`, on top of the test and plot extras.
+# `make docs` needs only the package (pdoc imports it) and pdoc: the docs extra, not the
+# test or plot extras. In a .venv that `make test` set up it adds pdoc.
 DOCS_STAMP := $(VENV)/.docs-installed
 
-$(DOCS_STAMP): $(STAMP)
+$(DOCS_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[docs]"
 	touch $(DOCS_STAMP)
 

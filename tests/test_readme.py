@@ -31,6 +31,10 @@ NOT_RUN = {
     "make test": "the test suite itself",
     "make docs": "builds the API reference: tests/test_docs.py",
     "pip install": "installs packages: checked by hand from a fresh virtual environment (issue 21)",
+    "python -m pip install build twine": "installs the release tools (README, Releasing)",
+    "python -m build": "builds the release's sdist and wheel: checked by hand before a release (issue 36)",
+    "twine check": "checks the built distributions: by hand before a release (issue 36)",
+    "python docs/tutorial.py": "the whole tutorial, minutes; tests/test_tutorial.py runs it with --small",
     'python -c "import jax; print(jax.devices())"': "shows a GPU only on a machine with one",
     "decision-bench reproduce --preset": "presets run from minutes to hours; their grids are tested in "
     "tests/experiments and the pipeline on a tiny preset in tests/cli/test_custom_agent.py",
@@ -43,7 +47,8 @@ NOT_RUN = {
     "tests/cli/test_leaderboard.py runs the command on baselines it stores from a tiny grid",
     "decision-bench reproduce --config std.toml": "the standard preset from its printed file, an hour; "
     "tests/cli/test_agent_options.py runs a tiny experiment file end to end",
-    "python scripts/store_baselines.py": "needs a finished testbed run; tests/cli/test_leaderboard.py stores one",
+    "decision-bench store-baselines": "needs a finished run; tests/cli/test_store_baselines.py stores one "
+    "and tests/cli/test_leaderboard_bandit.py a reproduce run's",
     "decision-bench testbed --sweep quick --agents mlp,ensemble+ --out runs/lab_baselines": "the run "
     "stored in the lines after it; tests/cli/test_leaderboard.py does the same on a tiny grid",
     "decision-bench testbed --sweep standard --agents hmc": "the stored Bayes floor, an hour of HMC "

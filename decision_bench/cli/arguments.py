@@ -41,6 +41,8 @@ PATH_OPTIONS = {
     "config": ("--config", "an experiment file"),
     "agent_files": ("--agent-file", "a Python file"),
     "directory": ("DIR", "a results folder ('.' for the current one)"),
+    "run_dirs": ("RUN_DIR", "the folder of a finished testbed or reproduce run ('.' for the current one)"),
+    "folder": ("--folder", "a folder ('.' for the current one)"),
 }
 
 

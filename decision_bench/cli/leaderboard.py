@@ -38,7 +38,7 @@ Stored baselines ship with the package (``decision-bench leaderboard --list``); 
 baseline stored by another package version, or whose default config has changed
 since, is left out of the comparison with a line saying why (``--allow-stale``
 compares it anyway, marked as such). ``--baselines PATH.json`` takes baselines stored
-elsewhere (``experiments.baselines.store_baselines``). Resumable as ``testbed``:
+elsewhere (``decision-bench store-baselines``, ``experiments.baselines.store_baselines``). Resumable as ``testbed``:
 each finished cell is kept in DIR/cells/, and DIR belongs to one run.
 """
 

@@ -8,6 +8,7 @@ Subcommands:
   demo       what ``make demo`` runs: ``reproduce --preset demo``
   tune       a grid of an agent's real-valued hyperparameters as one vmapped program
   leaderboard  your agents against the stored core agents on the very same problems
+  store-baselines  finished runs as a baselines set that leaderboard --baselines reads
 
 Run as a program, the command keeps compiled XLA programs in a persistent cache
 (``_src/compile_cache.py``), so a second run of the same command loads them
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Imported here, after main() has installed the interrupt exit: importing JAX
     # and every agent family takes seconds, and Ctrl-C during it must end cleanly.
     from decision_bench import __version__
-    from decision_bench.cli import analyze, bandit, leaderboard, reproduce, testbed, tune
+    from decision_bench.cli import analyze, bandit, leaderboard, reproduce, store_baselines, testbed, tune
 
     parser = argparse.ArgumentParser(
         prog="decision-bench",
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"decision-bench {__version__}")
     parser.add_argument("--no-compile-cache", action="store_true", help=NO_CACHE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in (reproduce, testbed, bandit, analyze, tune, leaderboard):
+    for command in (reproduce, testbed, bandit, analyze, tune, leaderboard, store_baselines):
         command.register(sub)
     # Also accepted after the subcommand. SUPPRESS: a subcommand that was not
     # given the flag must not reset the value parsed before it.

@@ -23,7 +23,8 @@ A set may also hold the decision side, the bandit runs of the baseline agents:
   bandit cell) and overrides (``agent_config``: a preset's 30-member ensembles, which a
   comparison must use too), the command and the versions.
 
-``store_baselines(run_dir, folder, name, command)`` makes them from the folder of a
+``store_baselines(run_dir, folder, name, command)`` (the ``decision-bench store-baselines``
+command) makes them from the folder of a
 finished ``decision-bench testbed`` run (or several, on the same problems), or of a
 finished ``decision-bench reproduce`` run (both sides); ``load_baselines`` reads and verifies them;
 ``stale_reasons`` says which baseline agents were made by other code than this

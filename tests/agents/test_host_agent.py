@@ -209,17 +209,37 @@ def test_bandit_runs_the_numpy_agent_file_with_refit_every(numpy_file, tmp_path)
     assert saved["agent_fingerprint"] == f"file:{read_agent_file(numpy_file).sha256};refit_every=3"
 
 
-@pytest.mark.slow
-def test_the_documented_pytorch_agent_runs_in_the_testbed(tmp_path):
+@pytest.mark.slow  # trains small torch networks for every fit: a minute on 2 cores
+def test_the_documented_pytorch_agent_runs_in_testbed_leaderboard_and_bandit(tmp_path):
     pytest.importorskip("torch")
     path = tmp_path / "my_torch.py"
     path.write_text(_doc_block("my_torch"))
+    small = ["--set", "my_torch.num_steps=5", "--set", "my_torch.width=4"]
     out = tmp_path / "tb"
-    argv = ["testbed", "--agents", "my_torch", "--agent-file", str(path), "--set", "my_torch.num_steps=5",
-            "--set", "my_torch.width=4", *TINY_TESTBED, "--out", str(out)]
+    argv = ["testbed", "--agents", "my_torch", "--agent-file", str(path), *small, *TINY_TESTBED, "--out", str(out)]
     assert cli_main(argv) == 0
     rows = pd.read_csv(out / "testbed.csv")
-    assert set(rows.agent) == {"my_torch"} and rows.kl.notna().all()
+    assert set(rows.agent) == {"my_torch"} and len(rows) == 2 * 2 and np.isfinite(rows.kl).all()
+    # The leaderboard: against a tiny stored mlp, on its very problems.
+    run = tmp_path / "run"
+    mlp = ["testbed", "--agents", "mlp", "--set", "mlp.num_steps=10", "--set", "mlp.hidden_sizes=4", *TINY_TESTBED]
+    assert cli_main([*mlp, "--out", str(run)]) == 0
+    stored = store_baselines(run, tmp_path / "stored", "tiny", "tiny torch test")
+    board = tmp_path / "board"
+    assert cli_main(["leaderboard", "--agent-file", str(path), *small, "--baselines", str(stored),
+                     "--out", str(board), "--no-progress"]) == 0
+    scores = pd.read_csv(board / "leaderboard.csv")
+    assert list(scores["source"]) == ["yours", "stored"] and scores["agent"].iloc[0].startswith("my_torch")
+    paired = pd.read_csv(board / "leaderboard_paired.csv")
+    assert set(paired["baseline"]) == {"mlp"} and (paired["problems"] == 2).all()
+    assert np.isfinite(paired["difference"]).all()
+    # The bandit, refitting every 3 observations.
+    bandit = tmp_path / "bandit"
+    assert cli_main(["bandit", "--agents", "my_torch", "--agent-file", str(path), *small,
+                     "--set", "my_torch.refit_every=3", *TINY_BANDIT, "--out", str(bandit)]) == 0
+    regret = pd.read_csv(bandit / "bandit.csv", keep_default_na=False)
+    assert set(regret.agent) == {"my_torch"} and (regret.error == "").all()
+    assert np.isfinite(regret.cumulative_regret).all() and (regret.cumulative_regret >= 0).all()
 
 
 def test_estimates_say_they_cannot_cost_a_host_agent(numpy_file, capsys):

@@ -2,9 +2,7 @@
 
 import json
 import os
-import runpy
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -197,14 +195,7 @@ def _copy_run(stored, tmp_path):
     return run
 
 
-def _store_script(monkeypatch, argv):
-    """scripts/store_baselines.py's main() run with ``argv``."""
-    main = runpy.run_path(str(Path(__file__).parents[2] / "scripts" / "store_baselines.py"), run_name="script")["main"]
-    monkeypatch.setattr(sys, "argv", ["store_baselines.py", *argv])
-    return main()
-
-
-def test_a_run_whose_second_agent_has_not_finished_is_refused_naming_it(stored, tmp_path, monkeypatch, capsys):
+def test_a_run_whose_second_agent_has_not_finished_is_refused_naming_it(stored, tmp_path, capsys):
     # A run started with mlp and uniform, stopped (or still running) before uniform's
     # first cell: its manifest names both agents, and it has no testbed.json yet.
     run = _copy_run(stored, tmp_path)
@@ -218,9 +209,10 @@ def test_a_run_whose_second_agent_has_not_finished_is_refused_naming_it(stored, 
     assert message.startswith(f"run folder {str(run)!r} is unfinished (no testbed.json")
     assert "problems done per agent: mlp 2 of 2, uniform 0 of 2; missing problems: uniform;" in message
     assert "\n" not in message and not (tmp_path / "stored").exists()
-    assert _store_script(monkeypatch, [str(run), "partial", "--command", "c", "--folder", str(tmp_path / "s")]) == 2
+    assert cli_main(["store-baselines", str(run), "partial", "--command", "c", "--folder", str(tmp_path / "s")]) == 2
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.strip() == f"store_baselines.py: error: {message}"
+    assert captured.out == "" and captured.err.strip() == f"decision-bench: error: {message}"
+    assert not (tmp_path / "s").exists()
 
 
 def test_a_run_missing_a_listed_cell_is_refused(stored, tmp_path):

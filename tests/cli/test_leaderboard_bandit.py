@@ -128,6 +128,19 @@ def test_an_unfinished_reproduce_run_is_refused(stored, tmp_path, damage):
     assert not (tmp_path / "stored" / "tiny.json").exists()
 
 
+def test_the_store_baselines_command_stores_both_sides_of_a_reproduce_run(stored, tmp_path, capsys):
+    folder = tmp_path / "mine"
+    argv = ["store-baselines", str(stored[0]), "lab", "--command", "decision-bench reproduce (tiny preset)",
+            "--folder", str(folder)]
+    assert cli_main(argv) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1] == f"and {len(SEEDS) * STEPS * 2} bandit rows of mlp, uniform in {folder / 'lab_bandit.csv'}"
+    assert printed[2].endswith(f"--baselines {folder / 'lab.json'} --agent-file FILE --out DIR [--bandit]")
+    mine, theirs = load_baselines(folder / "lab.json"), load_baselines(stored[1])
+    pd.testing.assert_frame_equal(mine.bandit_rows, theirs.bandit_rows)
+    assert mine.bandit_problems == theirs.bandit_problems and mine.problems == theirs.problems
+
+
 def test_leaderboard_bandit_pairs_final_regret_seed_by_seed(stored, tmp_path, capsys):
     out = tmp_path / "board"
     argv = ["leaderboard", "--agents", "mlp", "--set", "mlp.hidden_sizes=8", "--set", "mlp.num_steps=10",

@@ -26,6 +26,8 @@ TESTBED = ["testbed", "--agents", "mlp", "--num-train", "2", "--temperature", "0
         (["reproduce", "--config", "", "--out", "x"], "--config"),
         (["tune", "mlp", "--out", ""], "--out"),
         (["analyze", ""], "DIR"),
+        (["store-baselines", "", "lab", "--command", "c"], "RUN_DIR"),
+        (["store-baselines", "run", "lab", "--command", "c", "--folder", " "], "--folder"),
     ],
 )
 def test_an_empty_path_option_is_one_line_naming_it_and_nothing_is_written(tmp_path, monkeypatch, capsys, argv, flag):
