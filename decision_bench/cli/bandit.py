@@ -33,10 +33,7 @@ rows get a column per setting of the environment (delta, context_dim, ...).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-import hashlib
-import re
 import sys
 from pathlib import Path
 
@@ -44,12 +41,14 @@ import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
 from decision_bench._src.extras import FIGURES_SKIPPED, plotting_available
-from decision_bench._src.files import atomic_write, write_results_csv
+from decision_bench._src.files import write_results_csv
 from decision_bench._src.memory import bandit_memory, check_count, check_fits
 from decision_bench._src.rundir import claim_run_dir
-from decision_bench._src.tensorboard import TensorBoardLog
+from decision_bench._src.tensorboard import TensorBoardLog, closing_board
 from decision_bench._src.validation import check_choice
 from decision_bench.agents.registry import names as agent_names
+from decision_bench.analysis.figures import plot_regret
+from decision_bench.analysis.tables import failed_seed_lines, seed_summary
 from decision_bench.bandit import DEFAULT_REGULARIZATION, BanditLoopConfig, make_loop, run_bandit
 from decision_bench.cli.arguments import (
     add_agent_options,
@@ -60,6 +59,7 @@ from decision_bench.cli.arguments import (
 )
 from decision_bench.experiments import estimate as estimate_module
 from decision_bench.experiments.agent_files import AgentFile, file_fingerprint, host_agent_names, read_agent_files
+from decision_bench.experiments.bandit_cell import checkpoint_folders, showdown_columns
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.estimate import estimate_cells
 
@@ -278,34 +278,6 @@ def _legacy_difference(out: Path, agents: tuple[str, ...]) -> str | None:
     return None if not saved or saved == now else f"saved agents {saved}, now {now}"
 
 
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-
-
-def _legacy_folder(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name.replace("+", "_plus"))
-
-
-def checkpoint_folders(agents) -> dict[str, str]:
-    """{agent: its checkpoint folder under checkpoints/}, one folder per agent of the run
-    (S04, S01): a plain name (letters, digits, "_" "." "+" "-", starting with a letter or
-    digit, as every registered agent's) keeps the folder runs have always used
-    ("ensemble+" -> "ensemble_plus"), unless another agent of the run would share it; such
-    names, and any other ("a b", ".."), get "_", a readable form and a hash of the name
-    itself. Legacy folders never start with "_"; the run's agents are fixed by its
-    manifest, so its mapping never changes between sessions."""
-    agents = list(agents)
-    legacy = {a: _legacy_folder(a) for a in agents}
-    shared = {folder for folder in legacy.values() if list(legacy.values()).count(folder) > 1}
-    folders = {}
-    for agent in agents:
-        if _PLAIN_NAME.fullmatch(agent) and legacy[agent] not in shared:
-            folders[agent] = legacy[agent]
-        else:
-            readable = "".join(c if c.isalnum() or c in "-." else "_" for c in agent)[:40]
-            folders[agent] = f"_{readable}-{hashlib.sha256(agent.encode('utf-8')).hexdigest()[:16]}"
-    return folders
-
-
 def run_command(args: argparse.Namespace) -> int:
 
     try:
@@ -365,7 +337,7 @@ def run_command(args: argparse.Namespace) -> int:
                     # Which hyperparameters each agent ran with ("" for the defaults).
                     df.insert(df.columns.get_loc("agent") + 1, "agent_config",
                               df["agent"].map(lambda a: settings_label(settings.get(a, {}))))
-                return _showdown_columns(df, loop.env)
+                return showdown_columns(df, loop.env)
 
             file_names = {f.name for f in files}
             folders = checkpoint_folders(planned)
@@ -403,28 +375,13 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     summary = seed_summary(df)
     print(summary.to_string(float_format=lambda v: f"{v:.1f}"))
-    for line in failed_seed_lines(df):
+    for line in failed_seed_lines(df, CSV_NAME):
         print(line)
     if plotted:
         print(f"wrote {out / CSV_NAME} and {out / FIGURE_NAME}")
     else:
         print(f"wrote {out / CSV_NAME}; {FIGURES_SKIPPED}")
     return 0
-
-
-def _showdown_columns(df: pd.DataFrame, env: object) -> pd.DataFrame:
-    """A Showdown bandit's rows get its settings (delta; context_dim, sparse_dim, noise
-    scale), after the env column, so a row says which problem it ran on."""
-    from decision_bench.envs.showdown import SHOWDOWN_BANDITS
-
-    if type(env) not in SHOWDOWN_BANDITS.values():
-        return df
-    position = df.columns.get_loc("env") + 1
-    # num_actions is a column of every bandit.csv already; the other settings are new.
-    new = [field.name for field in dataclasses.fields(env) if field.name not in df.columns]
-    for offset, name in enumerate(new):
-        df.insert(position + offset, name, getattr(env, name))
-    return df
 
 
 def announce_estimate(args: argparse.Namespace, agent_kwargs: dict, input_dim: int,
@@ -442,70 +399,6 @@ def announce_estimate(args: argparse.Namespace, agent_kwargs: dict, input_dim: i
         print(estimate.line(), file=sys.stderr)
 
 
-@contextlib.contextmanager
-def closing_board(board: "TensorBoardLog | None"):
-    """Closes the TensorBoard log (flushing its events) however the run ends."""
-    try:
-        yield board
-    finally:
-        if board is not None:
-            board.close()
-
-
-def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Per agent: mean, standard error and count of the per-SEED final regrets
-    (the final_regret column, one value per seed), not of the logged rows."""
-    last = df.groupby(["agent", "seed"], sort=False).final_regret.first()
-    return last.groupby(level="agent", sort=False).agg(["mean", "sem", "count"])
-
-
-def failed_seed_lines(df: pd.DataFrame) -> list[str]:
-    """One line per agent and seed whose rows carry an error (a seed stopped by
-    non-finite parameters, ...), with the reason from the error column: the summary
-    leaves such a seed out of its mean and count, and would otherwise show only NaN or
-    a smaller count, the reason in the CSV alone."""
-    if "error" not in df.columns:
-        return []
-    errors = df["error"].fillna("").astype(str)
-    failed = df[errors != ""].groupby(["agent", "seed"], sort=False)["error"].first()
-    return [
-        f"note: {agent} seed {seed} failed: {error} (left out of the summary; see the error column of {CSV_NAME})"
-        for (agent, seed), error in failed.items()
-    ]
-
-
 def write_csv(df: pd.DataFrame, path: Path) -> None:
     """Writes atomically (see ``_src/files.py``)."""
     write_results_csv(path, df)  # with its checksum file
-
-
-def plot_regret(df: pd.DataFrame, path: Path) -> None:
-    """Mean cumulative regret against step per agent, +- one standard error over seeds,
-    in each agent's fixed colour, titled with the data (a data set's name and real
-    feature dimension) and captioned with what the bands are."""
-    # matplotlib's object API through the analysis helpers: no global backend is chosen.
-    from decision_bench.analysis.figures import _caption, _new_figure, agent_colour, setting_title
-
-    fig, (ax,) = _new_figure(6.0, 4.4)
-    for agent, rows in df.groupby("agent", sort=False):
-        curve = rows.groupby("step").cumulative_regret.agg(["mean", "sem"]).fillna(0.0)
-        colour = agent_colour(agent)
-        ax.plot(curve.index, curve["mean"], label=agent, color=colour)
-        ax.fill_between(curve.index, curve["mean"] - curve["sem"], curve["mean"] + curve["sem"], color=colour, alpha=0.2)
-    first = df.iloc[0]
-    seeds = df.seed.nunique()
-    if "delta" in df.columns:  # the Showdown's wheel: no temperature, its delta matters
-        title = f"{first.env}: delta={first.delta:g}, {first.num_actions} actions"
-    elif "context_dim" in df.columns:  # the Showdown's (sparse) linear bandits
-        title = f"{first.env}: context d={first.context_dim}, {first.num_actions} actions"
-    else:
-        title = setting_title(
-            {c: first[c] for c in ("env", "dataset", "input_dim", "num_actions", "temperature") if c in df.columns}
-        )
-    ax.set_title(f"{title}, {seeds} seeds", fontsize=10)
-    ax.set_xlabel("step t")
-    ax.set_ylabel("cumulative regret")
-    ax.legend()
-    _caption(fig, f"Lines: mean cumulative regret over {seeds} seeds; bands: \u00b11 standard error of that mean "
-             "over seeds.", 6.0)
-    atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=120))

@@ -40,6 +40,7 @@ from decision_bench.experiments.agent_files import (
     AgentFile,
     current_make_agent,
     file_fingerprint,
+    file_pairs,
     host_agent_names,
     read_agent_files,
 )
@@ -285,10 +286,6 @@ def _plan(
     return with_settings(preset, settings), chosen, custom
 
 
-def _custom_pairs(custom: tuple[AgentFile, ...]) -> tuple[tuple[str, str], ...]:
-    return tuple((f.name, f.path) for f in custom)
-
-
 def _legacy_difference(out: Path, preset: Preset, all_agents: tuple[str, ...], files: list[str]) -> str | None:
     """How a 0.2.0 reproduce folder (run.json, no manifest) differs from this run; None if it agrees."""
     try:
@@ -402,7 +399,7 @@ def run_preset(
             cells,
             # With several workers, their bandit step bars would interleave: the cell bar
             # alone shows progress.
-            CellRunner(str(out), _custom_pairs(custom), progress and workers == 1),
+            CellRunner(str(out), file_pairs(custom), progress and workers == 1),
             store,
             executor=executor,
             address=address,

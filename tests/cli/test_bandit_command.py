@@ -4,7 +4,7 @@ import math
 
 import pandas as pd
 
-from decision_bench.cli.bandit import seed_summary
+from decision_bench.analysis.tables import seed_summary
 
 
 def test_summary_standard_error_is_over_seeds_not_rows():
@@ -25,7 +25,7 @@ def test_summary_standard_error_is_over_seeds_not_rows():
 
 
 def test_a_failed_seed_is_named_with_its_reason_under_the_summary():
-    from decision_bench.cli.bandit import failed_seed_lines
+    from decision_bench.analysis.tables import failed_seed_lines
 
     reason = "agent parameters became non-finite at step 40; seed stopped"
     rows = pd.DataFrame({
