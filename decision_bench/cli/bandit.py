@@ -33,7 +33,6 @@ rows get a column per setting of the environment (delta, context_dim, ...).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -49,19 +48,25 @@ from decision_bench._src.validation import check_choice
 from decision_bench.agents.registry import names as agent_names
 from decision_bench.analysis.figures import plot_regret
 from decision_bench.analysis.tables import failed_seed_lines, seed_summary
-from decision_bench.bandit import DEFAULT_REGULARIZATION, BanditLoopConfig, make_loop, run_bandit
+from decision_bench.bandit import DEFAULT_REGULARIZATION, BanditLoopConfig, make_loop
 from decision_bench.cli.arguments import (
     add_agent_options,
     add_display_options,
     parse_agent_list,
     parse_settings,
-    settings_label,
 )
 from decision_bench.experiments import estimate as estimate_module
-from decision_bench.experiments.agent_files import AgentFile, file_fingerprint, host_agent_names, read_agent_files
-from decision_bench.experiments.bandit_cell import checkpoint_folders, showdown_columns
-from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.agent_files import AgentFile, host_agent_names, read_agent_files
+from decision_bench.experiments.bandit_cell import (
+    bandit_cell,
+    checkpoint_folders,
+    compute_bandit_cell,
+    runnable_agent,
+    showdown_columns,
+    with_family_columns,
+)
 from decision_bench.experiments.estimate import estimate_cells
+from decision_bench.experiments.reproduce import with_agent_config
 
 CSV_NAME = "bandit.csv"
 FIGURE_NAME = "bandit_regret.png"
@@ -199,16 +204,6 @@ def _env_kwargs(args: argparse.Namespace) -> dict:
     return {k: v for k, v in given.items() if v is not None}
 
 
-def _family_columns(df: pd.DataFrame, env_kwargs: dict) -> pd.DataFrame:
-    """Neural bandits' rows get the reward network's family (as reproduce's bandit.csv does)."""
-    if not {"activation", "hidden_sizes"} & set(env_kwargs) or "temperature" not in df.columns:
-        return df
-    position = df.columns.get_loc("temperature") + 1
-    df.insert(position, "activation", env_kwargs.get("activation", "relu"))
-    df.insert(position + 1, "hidden_sizes", "-".join(str(w) for w in env_kwargs.get("hidden_sizes", (50, 50))))
-    return df
-
-
 # Arguments that cannot change a row (--chunk-size, --no-progress, --resume,
 # --restart) are left out of the run's manifest.
 _RESULT_FLAGS = (
@@ -248,25 +243,16 @@ def _replaced_defaults(learning_rate: float) -> str:
     return f" (it replaces: {listed}; --set NAME.learning_rate=... sets one agent's)"
 
 
-def _run_agents(
-    agents: tuple[str, ...], files: tuple[AgentFile, ...], settings: dict
-) -> dict[str, tuple]:
-    """{name: (what run_bandit takes as the agent, its agent_kwargs, its fingerprint)}:
-    a registered name with its --set values as agent_kwargs; an
-    agent file's make_agent with its --set options bound, fingerprinted by the file's
-    SHA-256 and those options."""
-    by_name = {f.name: f for f in files}
+def _agent_makers(agents: tuple[str, ...], files: tuple[AgentFile, ...]) -> dict[str, tuple]:
+    """{agent: (its agent file's contract-checked make_agent, the file's SHA-256)} for
+    every agent --agent-file defines ((None, None) for a registered agent); ValueError
+    for an agent file whose agent --agents does not name."""
     unused = [f"{f.name!r} ({f.path})" for f in files if f.name not in agents]
     if unused:
         raise ValueError(f"--agent-file defines {', '.join(unused)}, which --agents does not name; add it to --agents")
-    run = {}
-    for agent in agents:
-        values = dict(settings.get(agent, {}))
-        if agent in by_name:
-            run[agent] = (by_name[agent].factory(values), None, file_fingerprint(by_name[agent].sha256, values))
-        else:
-            run[agent] = (agent, values or None, None)
-    return run
+    by_name = {f.name: f for f in files}
+    return {agent: (by_name[agent].factory(), by_name[agent].sha256) if agent in by_name else (None, None)
+            for agent in agents}
 
 
 def _legacy_difference(out: Path, agents: tuple[str, ...]) -> str | None:
@@ -296,9 +282,10 @@ def run_command(args: argparse.Namespace) -> int:
         for agent in agents:
             check_choice("--agents", agent, known)
         settings = parse_settings(getattr(args, "settings", ()), agents, files)
-        planned = _run_agents(agents, files, settings)
+        makers = _agent_makers(agents, files)
         config = config_from_flags(args)
-        for agent, (runnable, agent_kwargs, _) in planned.items():
+        for agent, (make_agent, sha256) in makers.items():
+            runnable, agent_kwargs, _ = runnable_agent(agent, settings.get(agent, {}), make_agent, sha256)
             loop, _ = make_loop(runnable, args.env, config, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
         # Before anything is allocated: what this run's arrays need, against the machine.
         check_fits(
@@ -312,14 +299,19 @@ def run_command(args: argparse.Namespace) -> int:
                 num_actions=loop.env.num_actions,
             ),
         )
+        # The plan: one bandit cell per agent (after the checks: its seeds are a list).
+        problem = {"env": args.env, "num_steps": args.steps, **env_kwargs}
+        cells = {agent: bandit_cell(agent, settings.get(agent), problem, range(args.seeds), sha256)
+                 for agent, (_, sha256) in makers.items()}
         restart = bool(getattr(args, "restart", False))
         board = None if getattr(args, "tensorboard", None) is None else TensorBoardLog(args.tensorboard)
         with closing_board(board), claim_run_dir(
             args.out, "bandit", _result_arguments(args, agents, files, settings), restart=restart,
             restart_flag="--restart", legacy_check=lambda folder: _legacy_difference(folder, agents),
         ) as out:
-            announce_estimate(args, {agent: kwargs for agent, (_, kwargs, _) in planned.items()}, loop.env.input_dim,
-                              host_agent_names(files))
+            announce_estimate(args, {agent: (settings.get(agent) or None) if make_agent is None else None
+                                     for agent, (make_agent, _) in makers.items()},
+                              loop.env.input_dim, host_agent_names(files))
             frames: list[pd.DataFrame] = []
 
             def grown(table: pd.DataFrame) -> None:
@@ -328,41 +320,35 @@ def run_command(args: argparse.Namespace) -> int:
                     board.bandit_rows(table)
 
             def results_table(running: pd.DataFrame | None = None) -> pd.DataFrame:
-                df = _family_columns(pd.concat(frames + ([] if running is None else [running]),
-                                               ignore_index=True), env_kwargs)
+                df = pd.concat(frames + ([] if running is None else [running]), ignore_index=True)
+                if {"activation", "hidden_sizes"} & set(env_kwargs) and "temperature" in df.columns:
+                    # Neural bandits' rows get the reward network's family (as reproduce's bandit.csv does).
+                    df = with_family_columns(df, next(iter(cells.values())))
                 if getattr(args, "dataset", None) is not None:
                     # run_bandit's rows name the env id only; keep which data set was played.
                     df.insert(df.columns.get_loc("env") + 1, "dataset", args.dataset)
-                if settings:
-                    # Which hyperparameters each agent ran with ("" for the defaults).
-                    df.insert(df.columns.get_loc("agent") + 1, "agent_config",
-                              df["agent"].map(lambda a: settings_label(settings.get(a, {}))))
+                # Which hyperparameters each agent ran with ("" for the defaults), when any has some.
+                df = with_agent_config(df, cells.values())
                 return showdown_columns(df, loop.env)
 
             file_names = {f.name for f in files}
-            folders = checkpoint_folders(planned)
-            for agent, (runnable, agent_kwargs, fingerprint) in planned.items():
+            folders = checkpoint_folders(cells)
+            for agent, cell in cells.items():
                 # An agent file's rows carry the name --agents gave it (its record's own name may differ).
                 rename = {"agent": agent} if agent in file_names else {}
                 # bandit.csv grows with the run: the finished agents' rows and the running
                 # one's rows so far (marked unfinished), rewritten after every chunk, so
                 # `analyze` can read a run in progress and an interrupted run keeps its rows.
-                frames.append(run_bandit(
-                    runnable,
-                    args.env,
-                    args.steps,
-                    args.seeds,
-                    log_every=args.log_every,
-                    chunk_size=args.chunk_size,
+                frames.append(compute_bandit_cell(
+                    cell,
+                    makers[agent][0],
                     out_dir=out / "checkpoints" / folders[agent],
                     resume=False if restart else None,
                     progress=not args.no_progress,
-                    agent_kwargs=agent_kwargs,
-                    agent_fingerprint=fingerprint,
+                    loop=config,
+                    log_every=args.log_every,
+                    chunk_size=args.chunk_size,
                     on_rows=lambda rows, rename=rename: grown(results_table(rows.assign(**rename))),
-                    env_kwargs=env_kwargs,
-                    # run_bandit's keywords are the config's fields: it builds the same object.
-                    **dataclasses.asdict(config),
                 ).assign(**rename))
             df = results_table()
             write_csv(df, out / CSV_NAME)
@@ -389,11 +375,8 @@ def announce_estimate(args: argparse.Namespace, agent_kwargs: dict, input_dim: i
     """Before a long run (estimated >= LONG_RUN_SECONDS), one line on stderr with its
     estimated cost (``experiments.estimate``); the whole run, saved chunks included.
     agent_kwargs: {agent: its hyperparameters (None for the defaults)}."""
-    cells = [
-        Cell("bandit", agent, dict(kwargs or {}),
-             {"env": args.env, "num_steps": args.steps, "input_dim": int(input_dim)}, tuple(range(args.seeds)))
-        for agent, kwargs in agent_kwargs.items()
-    ]
+    problem = {"env": args.env, "num_steps": args.steps, "input_dim": int(input_dim)}
+    cells = [bandit_cell(agent, kwargs, problem, range(args.seeds)) for agent, kwargs in agent_kwargs.items()]
     estimate = estimate_cells(cells, host_agents=host_agents)
     if estimate.wall_seconds >= estimate_module.LONG_RUN_SECONDS or host_agents:
         print(estimate.line(), file=sys.stderr)
