@@ -62,7 +62,6 @@ from decision_bench._src.files import atomic_write_text, write_results_csv
 from decision_bench._src.memory import check_count
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.tensorboard import TensorBoardLog
-from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
 from decision_bench.cli.arguments import (
     add_agent_options,
@@ -74,7 +73,9 @@ from decision_bench.evaluation.kl import METHODS
 from decision_bench.evaluation.realdata import realdata_sweep
 from decision_bench.evaluation.runner import ReferenceFits
 from decision_bench.evaluation.sweeps import SWEEP_NAMES, get_sweep
-from decision_bench.cli.testbed_flags import experiment_from_flags, grid_meta, grid_sweep, parse_agents, parse_reference
+from decision_bench.cli.testbed_flags import (
+    experiment_from_flags, grid_meta, grid_sweep, parse_agents, parse_reference, run_meta,
+)
 from decision_bench.experiments.agent_files import AgentFile, file_pairs, host_agent_names, read_agent_files
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.estimate import check_testbed_memory
@@ -210,24 +211,6 @@ def _realdata_plan(
         args.num_test, args.num_models, args.method, configs, files,
     )
     return datasets, seeds, cells
-
-
-def run_meta(
-    args: argparse.Namespace, sweep: str, seeds: tuple[int, ...], cells: tuple[Cell, ...], **named: object
-) -> dict:
-    """What OUT/testbed.json (or realdata.json) records of a run: the versions, the sweep,
-    ``named`` (e.g. the data sets), the seeds, agents, sizes, method and cell ids."""
-    return {
-        "versions": environment_info(),
-        "sweep": sweep,
-        **named,
-        "seeds": list(seeds),
-        "agents": args.agents,
-        "num_test": args.num_test,
-        "num_models": args.num_models,
-        "method": args.method,
-        "cells": [cell.id for cell in cells],
-    }
 
 
 def _main_realdata(

@@ -2,6 +2,7 @@
 agents, the reference agent, a custom grid (--input-dim, --num-train, --temperature,
 --tau, --kappa) and an experiment file (--config), each parsed and checked into
 the values the command's plan is built from; ValueError naming the flag otherwise.
+Also what OUT/testbed.json records of them (``run_meta``, ``grid_meta``).
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from typing import Sequence
 
 from decision_bench._src.memory import INT32_MAX
 from decision_bench._src.validation import check_choice
+from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.agents.registry import config as agent_config
 from decision_bench.cli.arguments import parse_agent_list
 from decision_bench.evaluation.sweeps import Sweep, custom_sweep
 from decision_bench.experiments.agent_files import AgentFile
+from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.experiment_file import read_experiment_file
 from decision_bench.experiments.presets import Preset
 
@@ -200,3 +203,21 @@ def experiment_from_flags(args: argparse.Namespace) -> Preset | None:
     args.num_test = 1000 if args.num_test is None else args.num_test
     args.num_models = 1000 if args.num_models is None else args.num_models
     return experiment
+
+
+def run_meta(
+    args: argparse.Namespace, sweep: str, seeds: tuple[int, ...], cells: tuple[Cell, ...], **named: object
+) -> dict:
+    """What OUT/testbed.json (or realdata.json) records of a run: the versions, the sweep,
+    ``named`` (e.g. the data sets), the seeds, agents, sizes, method and cell ids."""
+    return {
+        "versions": environment_info(),
+        "sweep": sweep,
+        **named,
+        "seeds": list(seeds),
+        "agents": args.agents,
+        "num_test": args.num_test,
+        "num_models": args.num_models,
+        "method": args.method,
+        "cells": [cell.id for cell in cells],
+    }
