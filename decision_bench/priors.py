@@ -42,6 +42,9 @@ ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
 # VarianceScaling divide by this constant; the testbed's environments and agents
 # use neither). Kept here for the tests and for users who want the corrected scale.
 TRUNCATED_NORMAL_STD = 0.87962566103423978
+# The default generative family (paper 000): the random MLP's activation and hidden widths.
+DEFAULT_ACTIVATION = "relu"
+DEFAULT_HIDDEN_SIZES = (50, 50)
 
 
 class Prior(Protocol):
@@ -132,8 +135,8 @@ class MLPPrior:
     """
 
     input_dim: int
-    hidden_sizes: tuple[int, ...] = (50, 50)
-    activation: str = "relu"
+    hidden_sizes: tuple[int, ...] = DEFAULT_HIDDEN_SIZES
+    activation: str = DEFAULT_ACTIVATION
     num_classes: int = 2
     temperature: float = 0.1
 
@@ -239,8 +242,8 @@ def make_prior(
     name: str,
     input_dim: int,
     temperature: float = 0.1,
-    hidden_sizes: tuple[int, ...] = (50, 50),
-    activation: str = "relu",
+    hidden_sizes: tuple[int, ...] = DEFAULT_HIDDEN_SIZES,
+    activation: str = DEFAULT_ACTIVATION,
     num_classes: int = 2,
 ) -> Prior:
     """Builds a prior by name; for "coins", input_dim is the number of coins."""

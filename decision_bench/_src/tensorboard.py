@@ -21,6 +21,7 @@ duplicates.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import socket
 import struct
@@ -145,3 +146,13 @@ class TensorBoardLog:
         # Closes the file even when its last flush fails (a full disk): the error is
         # raised once, where the run writes, and no file is left open behind it.
         self.records.close()
+
+
+@contextlib.contextmanager
+def closing_board(board: TensorBoardLog | None):
+    """Closes the TensorBoard log (flushing its events) however the run ends."""
+    try:
+        yield board
+    finally:
+        if board is not None:
+            board.close()

@@ -32,6 +32,7 @@ __all__ = [
     "plot_agent_regret_vs_kl",
     "plot_normalised_kl",
     "plot_prior_functions",
+    "plot_regret",
     "plot_regret_curves",
     "plot_regret_vs_kl",
     "readable_log_ticks",
@@ -397,6 +398,35 @@ def plot_regret_curves(bandit: pd.DataFrame, directory: Path, stem: str = "fig7_
         width_inches,
     )
     return _save(fig, directory, stem)
+
+
+def plot_regret(df: pd.DataFrame, path: Path) -> None:
+    """The bandit command's figure: mean cumulative regret against step per agent, +- one
+    standard error over seeds, in each agent's fixed colour, titled with the data (a data
+    set's name and real feature dimension) and captioned with what the bands are."""
+    fig, (ax,) = _new_figure(6.0, 4.4)
+    for agent, rows in df.groupby("agent", sort=False):
+        curve = rows.groupby("step").cumulative_regret.agg(["mean", "sem"]).fillna(0.0)
+        colour = agent_colour(agent)
+        ax.plot(curve.index, curve["mean"], label=agent, color=colour)
+        ax.fill_between(curve.index, curve["mean"] - curve["sem"], curve["mean"] + curve["sem"], color=colour, alpha=0.2)
+    first = df.iloc[0]
+    seeds = df.seed.nunique()
+    if "delta" in df.columns:  # the Showdown's wheel: no temperature, its delta matters
+        title = f"{first.env}: delta={first.delta:g}, {first.num_actions} actions"
+    elif "context_dim" in df.columns:  # the Showdown's (sparse) linear bandits
+        title = f"{first.env}: context d={first.context_dim}, {first.num_actions} actions"
+    else:
+        title = setting_title(
+            {c: first[c] for c in ("env", "dataset", "input_dim", "num_actions", "temperature") if c in df.columns}
+        )
+    ax.set_title(f"{title}, {seeds} seeds", fontsize=10)
+    ax.set_xlabel("step t")
+    ax.set_ylabel("cumulative regret")
+    ax.legend()
+    _caption(fig, f"Lines: mean cumulative regret over {seeds} seeds; bands: \u00b11 standard error of that mean "
+             "over seeds.", 6.0)
+    atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=120))
 
 
 def plot_agent_regret_vs_kl(

@@ -56,6 +56,7 @@ from decision_bench.analysis.robustness import (
     heatmap,
     regret_kl_correlation_by_dimension,
 )
+from decision_bench.evaluation.sweeps import DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES, hidden_sizes_label
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -71,9 +72,7 @@ __all__ = [
     "with_models",
 ]
 
-DEFAULT_ACTIVATION = "relu"
-DEFAULT_HIDDEN = "50-50"
-DEFAULT_MODEL = "relu-w50"
+DEFAULT_HIDDEN = hidden_sizes_label(DEFAULT_HIDDEN_SIZES)  # "50-50"
 METHOD_NAMES = {"pearson_log": "Pearson (log)", "spearman": "Spearman"}
 METRIC_TEXT = {"dkl_1": "d_KL^1", "dkl_10": "d_KL^10", "dkl_10_kappa2": "d_KL^{10,kappa=2}", "regret": "regret"}
 MODEL_GROUPS = ("activation", "width", "all")  # model_groups' names, in its order
@@ -108,6 +107,9 @@ def family_label(activation, hidden_sizes) -> str:
     if len(widths) == 2 and widths[0] == widths[1]:
         return f"{activation}-w{widths[0]}"
     return f"{activation}-{'-'.join(widths)}"
+
+
+DEFAULT_MODEL = family_label(DEFAULT_ACTIVATION, DEFAULT_HIDDEN)  # "relu-w50"
 
 
 def with_models(frame: pd.DataFrame) -> pd.DataFrame:

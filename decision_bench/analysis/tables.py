@@ -119,3 +119,45 @@ def table2_side_by_side(testbed: pd.DataFrame) -> pd.DataFrame:
     for i, metric in enumerate(TABLE2_METRICS):
         table[f"paper_{metric}"] = [PAPER000_TABLE2.get(a, (np.nan,) * 4)[i] for a in table["agent"]]
     return table
+
+
+def _design_column(frame: pd.DataFrame, prefix: str) -> pd.Series:
+    """"<prefix>1", "<prefix>10,kappa=2": each row's test design as a label."""
+    return frame["tau"].astype(str).radd(prefix) + frame["kappa"].map(
+        lambda k: "" if pd.isna(k) else f",kappa={int(k)}"
+    )
+
+
+def realdata_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean NLL per agent (rows) and design (columns), over data sets, sizes and seeds."""
+    design = _design_column(frame, "NLL^")
+    return frame.assign(design=design).groupby(["agent", "design"], sort=False)["nll"].mean().unstack("design")
+
+
+def fidelity_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean agreement, tv, tv_joint and kl_to_reference per agent (rows) and design."""
+    design = _design_column(frame, "tau=")
+    columns = ["agreement", "tv", "tv_joint", "kl_to_reference"]
+    return frame.assign(design=design).groupby(["agent", "design"], sort=False)[columns].mean()
+
+
+def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per agent: mean, standard error and count of the per-SEED final regrets
+    (the final_regret column, one value per seed), not of the logged rows."""
+    last = df.groupby(["agent", "seed"], sort=False).final_regret.first()
+    return last.groupby(level="agent", sort=False).agg(["mean", "sem", "count"])
+
+
+def failed_seed_lines(df: pd.DataFrame, csv_name: str = "bandit.csv") -> list[str]:
+    """One line per agent and seed whose rows carry an error (a seed stopped by
+    non-finite parameters, ...), with the reason from the error column: the summary
+    leaves such a seed out of its mean and count, and would otherwise show only NaN or
+    a smaller count, the reason in the CSV (``csv_name``) alone."""
+    if "error" not in df.columns:
+        return []
+    errors = df["error"].fillna("").astype(str)
+    failed = df[errors != ""].groupby(["agent", "seed"], sort=False)["error"].first()
+    return [
+        f"note: {agent} seed {seed} failed: {error} (left out of the summary; see the error column of {csv_name})"
+        for (agent, seed), error in failed.items()
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
-from decision_bench._src.memory import MAX_RESAMPLES
+from decision_bench._src.memory import MAX_RESAMPLES, check_count
 from decision_bench.agents import Agent, registry
 from decision_bench.analysis.correlation import MIN_TAIL_DRAWS, min_resamples
 from decision_bench.experiments.agent_files import AgentFile
@@ -217,3 +217,8 @@ def settings_label(values: dict[str, Any]) -> str:
     """{"num_ensemble": 3, "l2": 0.5} -> "l2=0.5 num_ensemble=3": an agent's --set
     values as the rows' agent_config column shows them (``experiments.cells.config_label``)."""
     return config_label(values)
+
+def seed_count(flag_value: int | None, default_count: int) -> int:
+    """The number of seeds of --seeds N (checked: an integer in [1, 2**31 - 1]), or
+    ``default_count`` (a sweep's) when the flag is not given."""
+    return default_count if flag_value is None else check_count("--seeds", flag_value)

@@ -33,10 +33,6 @@ rows get a column per setting of the environment (delta, context_dim, ...).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
-import hashlib
-import re
 import sys
 from pathlib import Path
 
@@ -44,24 +40,33 @@ import pandas as pd
 
 from decision_bench._src.console import HelpFormatter, print_error
 from decision_bench._src.extras import FIGURES_SKIPPED, plotting_available
-from decision_bench._src.files import atomic_write, write_results_csv
+from decision_bench._src.files import write_results_csv
 from decision_bench._src.memory import bandit_memory, check_count, check_fits
 from decision_bench._src.rundir import claim_run_dir
-from decision_bench._src.tensorboard import TensorBoardLog
+from decision_bench._src.tensorboard import TensorBoardLog, closing_board
 from decision_bench._src.validation import check_choice
 from decision_bench.agents.registry import names as agent_names
-from decision_bench.bandit import DEFAULT_REGULARIZATION, BanditLoopConfig, make_loop, run_bandit
+from decision_bench.analysis.figures import plot_regret
+from decision_bench.analysis.tables import failed_seed_lines, seed_summary
+from decision_bench.bandit import DEFAULT_REGULARIZATION, BanditLoopConfig, make_loop
 from decision_bench.cli.arguments import (
     add_agent_options,
     add_display_options,
     parse_agent_list,
     parse_settings,
-    settings_label,
 )
 from decision_bench.experiments import estimate as estimate_module
-from decision_bench.experiments.agent_files import AgentFile, file_fingerprint, host_agent_names, read_agent_files
-from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.agent_files import AgentFile, host_agent_names, read_agent_files
+from decision_bench.experiments.bandit_cell import (
+    bandit_cell,
+    checkpoint_folders,
+    compute_bandit_cell,
+    runnable_agent,
+    showdown_columns,
+    with_family_columns,
+)
 from decision_bench.experiments.estimate import estimate_cells
+from decision_bench.experiments.reproduce import with_agent_config
 
 CSV_NAME = "bandit.csv"
 FIGURE_NAME = "bandit_regret.png"
@@ -199,16 +204,6 @@ def _env_kwargs(args: argparse.Namespace) -> dict:
     return {k: v for k, v in given.items() if v is not None}
 
 
-def _family_columns(df: pd.DataFrame, env_kwargs: dict) -> pd.DataFrame:
-    """Neural bandits' rows get the reward network's family (as reproduce's bandit.csv does)."""
-    if not {"activation", "hidden_sizes"} & set(env_kwargs) or "temperature" not in df.columns:
-        return df
-    position = df.columns.get_loc("temperature") + 1
-    df.insert(position, "activation", env_kwargs.get("activation", "relu"))
-    df.insert(position + 1, "hidden_sizes", "-".join(str(w) for w in env_kwargs.get("hidden_sizes", (50, 50))))
-    return df
-
-
 # Arguments that cannot change a row (--chunk-size, --no-progress, --resume,
 # --restart) are left out of the run's manifest.
 _RESULT_FLAGS = (
@@ -248,25 +243,16 @@ def _replaced_defaults(learning_rate: float) -> str:
     return f" (it replaces: {listed}; --set NAME.learning_rate=... sets one agent's)"
 
 
-def _run_agents(
-    agents: tuple[str, ...], files: tuple[AgentFile, ...], settings: dict
-) -> dict[str, tuple]:
-    """{name: (what run_bandit takes as the agent, its agent_kwargs, its fingerprint)}:
-    a registered name with its --set values as agent_kwargs; an
-    agent file's make_agent with its --set options bound, fingerprinted by the file's
-    SHA-256 and those options."""
-    by_name = {f.name: f for f in files}
+def _agent_makers(agents: tuple[str, ...], files: tuple[AgentFile, ...]) -> dict[str, tuple]:
+    """{agent: (its agent file's contract-checked make_agent, the file's SHA-256)} for
+    every agent --agent-file defines ((None, None) for a registered agent); ValueError
+    for an agent file whose agent --agents does not name."""
     unused = [f"{f.name!r} ({f.path})" for f in files if f.name not in agents]
     if unused:
         raise ValueError(f"--agent-file defines {', '.join(unused)}, which --agents does not name; add it to --agents")
-    run = {}
-    for agent in agents:
-        values = dict(settings.get(agent, {}))
-        if agent in by_name:
-            run[agent] = (by_name[agent].factory(values), None, file_fingerprint(by_name[agent].sha256, values))
-        else:
-            run[agent] = (agent, values or None, None)
-    return run
+    by_name = {f.name: f for f in files}
+    return {agent: (by_name[agent].factory(), by_name[agent].sha256) if agent in by_name else (None, None)
+            for agent in agents}
 
 
 def _legacy_difference(out: Path, agents: tuple[str, ...]) -> str | None:
@@ -276,34 +262,6 @@ def _legacy_difference(out: Path, agents: tuple[str, ...]) -> str | None:
     saved = sorted(p.name for p in (out / "checkpoints").iterdir() if p.is_dir()) if (out / "checkpoints").is_dir() else []
     now = sorted(checkpoint_folders(agents).values())
     return None if not saved or saved == now else f"saved agents {saved}, now {now}"
-
-
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-
-
-def _legacy_folder(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name.replace("+", "_plus"))
-
-
-def checkpoint_folders(agents) -> dict[str, str]:
-    """{agent: its checkpoint folder under checkpoints/}, one folder per agent of the run
-    (S04, S01): a plain name (letters, digits, "_" "." "+" "-", starting with a letter or
-    digit, as every registered agent's) keeps the folder runs have always used
-    ("ensemble+" -> "ensemble_plus"), unless another agent of the run would share it; such
-    names, and any other ("a b", ".."), get "_", a readable form and a hash of the name
-    itself. Legacy folders never start with "_"; the run's agents are fixed by its
-    manifest, so its mapping never changes between sessions."""
-    agents = list(agents)
-    legacy = {a: _legacy_folder(a) for a in agents}
-    shared = {folder for folder in legacy.values() if list(legacy.values()).count(folder) > 1}
-    folders = {}
-    for agent in agents:
-        if _PLAIN_NAME.fullmatch(agent) and legacy[agent] not in shared:
-            folders[agent] = legacy[agent]
-        else:
-            readable = "".join(c if c.isalnum() or c in "-." else "_" for c in agent)[:40]
-            folders[agent] = f"_{readable}-{hashlib.sha256(agent.encode('utf-8')).hexdigest()[:16]}"
-    return folders
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -324,9 +282,10 @@ def run_command(args: argparse.Namespace) -> int:
         for agent in agents:
             check_choice("--agents", agent, known)
         settings = parse_settings(getattr(args, "settings", ()), agents, files)
-        planned = _run_agents(agents, files, settings)
+        makers = _agent_makers(agents, files)
         config = config_from_flags(args)
-        for agent, (runnable, agent_kwargs, _) in planned.items():
+        for agent, (make_agent, sha256) in makers.items():
+            runnable, agent_kwargs, _ = runnable_agent(agent, settings.get(agent, {}), make_agent, sha256)
             loop, _ = make_loop(runnable, args.env, config, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
         # Before anything is allocated: what this run's arrays need, against the machine.
         check_fits(
@@ -340,14 +299,19 @@ def run_command(args: argparse.Namespace) -> int:
                 num_actions=loop.env.num_actions,
             ),
         )
+        # The plan: one bandit cell per agent (after the checks: its seeds are a list).
+        problem = {"env": args.env, "num_steps": args.steps, **env_kwargs}
+        cells = {agent: bandit_cell(agent, settings.get(agent), problem, range(args.seeds), sha256)
+                 for agent, (_, sha256) in makers.items()}
         restart = bool(getattr(args, "restart", False))
         board = None if getattr(args, "tensorboard", None) is None else TensorBoardLog(args.tensorboard)
         with closing_board(board), claim_run_dir(
             args.out, "bandit", _result_arguments(args, agents, files, settings), restart=restart,
             restart_flag="--restart", legacy_check=lambda folder: _legacy_difference(folder, agents),
         ) as out:
-            announce_estimate(args, {agent: kwargs for agent, (_, kwargs, _) in planned.items()}, loop.env.input_dim,
-                              host_agent_names(files))
+            announce_estimate(args, {agent: (settings.get(agent) or None) if make_agent is None else None
+                                     for agent, (make_agent, _) in makers.items()},
+                              loop.env.input_dim, host_agent_names(files))
             frames: list[pd.DataFrame] = []
 
             def grown(table: pd.DataFrame) -> None:
@@ -356,41 +320,35 @@ def run_command(args: argparse.Namespace) -> int:
                     board.bandit_rows(table)
 
             def results_table(running: pd.DataFrame | None = None) -> pd.DataFrame:
-                df = _family_columns(pd.concat(frames + ([] if running is None else [running]),
-                                               ignore_index=True), env_kwargs)
+                df = pd.concat(frames + ([] if running is None else [running]), ignore_index=True)
+                if {"activation", "hidden_sizes"} & set(env_kwargs) and "temperature" in df.columns:
+                    # Neural bandits' rows get the reward network's family (as reproduce's bandit.csv does).
+                    df = with_family_columns(df, next(iter(cells.values())))
                 if getattr(args, "dataset", None) is not None:
                     # run_bandit's rows name the env id only; keep which data set was played.
                     df.insert(df.columns.get_loc("env") + 1, "dataset", args.dataset)
-                if settings:
-                    # Which hyperparameters each agent ran with ("" for the defaults).
-                    df.insert(df.columns.get_loc("agent") + 1, "agent_config",
-                              df["agent"].map(lambda a: settings_label(settings.get(a, {}))))
-                return _showdown_columns(df, loop.env)
+                # Which hyperparameters each agent ran with ("" for the defaults), when any has some.
+                df = with_agent_config(df, cells.values())
+                return showdown_columns(df, loop.env)
 
             file_names = {f.name for f in files}
-            folders = checkpoint_folders(planned)
-            for agent, (runnable, agent_kwargs, fingerprint) in planned.items():
+            folders = checkpoint_folders(cells)
+            for agent, cell in cells.items():
                 # An agent file's rows carry the name --agents gave it (its record's own name may differ).
                 rename = {"agent": agent} if agent in file_names else {}
                 # bandit.csv grows with the run: the finished agents' rows and the running
                 # one's rows so far (marked unfinished), rewritten after every chunk, so
                 # `analyze` can read a run in progress and an interrupted run keeps its rows.
-                frames.append(run_bandit(
-                    runnable,
-                    args.env,
-                    args.steps,
-                    args.seeds,
-                    log_every=args.log_every,
-                    chunk_size=args.chunk_size,
+                frames.append(compute_bandit_cell(
+                    cell,
+                    makers[agent][0],
                     out_dir=out / "checkpoints" / folders[agent],
                     resume=False if restart else None,
                     progress=not args.no_progress,
-                    agent_kwargs=agent_kwargs,
-                    agent_fingerprint=fingerprint,
+                    loop=config,
+                    log_every=args.log_every,
+                    chunk_size=args.chunk_size,
                     on_rows=lambda rows, rename=rename: grown(results_table(rows.assign(**rename))),
-                    env_kwargs=env_kwargs,
-                    # run_bandit's keywords are the config's fields: it builds the same object.
-                    **dataclasses.asdict(config),
                 ).assign(**rename))
             df = results_table()
             write_csv(df, out / CSV_NAME)
@@ -403,7 +361,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     summary = seed_summary(df)
     print(summary.to_string(float_format=lambda v: f"{v:.1f}"))
-    for line in failed_seed_lines(df):
+    for line in failed_seed_lines(df, CSV_NAME):
         print(line)
     if plotted:
         print(f"wrote {out / CSV_NAME} and {out / FIGURE_NAME}")
@@ -412,100 +370,18 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _showdown_columns(df: pd.DataFrame, env: object) -> pd.DataFrame:
-    """A Showdown bandit's rows get its settings (delta; context_dim, sparse_dim, noise
-    scale), after the env column, so a row says which problem it ran on."""
-    from decision_bench.envs.showdown import SHOWDOWN_BANDITS
-
-    if type(env) not in SHOWDOWN_BANDITS.values():
-        return df
-    position = df.columns.get_loc("env") + 1
-    # num_actions is a column of every bandit.csv already; the other settings are new.
-    new = [field.name for field in dataclasses.fields(env) if field.name not in df.columns]
-    for offset, name in enumerate(new):
-        df.insert(position + offset, name, getattr(env, name))
-    return df
-
-
 def announce_estimate(args: argparse.Namespace, agent_kwargs: dict, input_dim: int,
                       host_agents: tuple[str, ...] = ()) -> None:
     """Before a long run (estimated >= LONG_RUN_SECONDS), one line on stderr with its
     estimated cost (``experiments.estimate``); the whole run, saved chunks included.
     agent_kwargs: {agent: its hyperparameters (None for the defaults)}."""
-    cells = [
-        Cell("bandit", agent, dict(kwargs or {}),
-             {"env": args.env, "num_steps": args.steps, "input_dim": int(input_dim)}, tuple(range(args.seeds)))
-        for agent, kwargs in agent_kwargs.items()
-    ]
+    problem = {"env": args.env, "num_steps": args.steps, "input_dim": int(input_dim)}
+    cells = [bandit_cell(agent, kwargs, problem, range(args.seeds)) for agent, kwargs in agent_kwargs.items()]
     estimate = estimate_cells(cells, host_agents=host_agents)
     if estimate.wall_seconds >= estimate_module.LONG_RUN_SECONDS or host_agents:
         print(estimate.line(), file=sys.stderr)
 
 
-@contextlib.contextmanager
-def closing_board(board: "TensorBoardLog | None"):
-    """Closes the TensorBoard log (flushing its events) however the run ends."""
-    try:
-        yield board
-    finally:
-        if board is not None:
-            board.close()
-
-
-def seed_summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Per agent: mean, standard error and count of the per-SEED final regrets
-    (the final_regret column, one value per seed), not of the logged rows."""
-    last = df.groupby(["agent", "seed"], sort=False).final_regret.first()
-    return last.groupby(level="agent", sort=False).agg(["mean", "sem", "count"])
-
-
-def failed_seed_lines(df: pd.DataFrame) -> list[str]:
-    """One line per agent and seed whose rows carry an error (a seed stopped by
-    non-finite parameters, ...), with the reason from the error column: the summary
-    leaves such a seed out of its mean and count, and would otherwise show only NaN or
-    a smaller count, the reason in the CSV alone."""
-    if "error" not in df.columns:
-        return []
-    errors = df["error"].fillna("").astype(str)
-    failed = df[errors != ""].groupby(["agent", "seed"], sort=False)["error"].first()
-    return [
-        f"note: {agent} seed {seed} failed: {error} (left out of the summary; see the error column of {CSV_NAME})"
-        for (agent, seed), error in failed.items()
-    ]
-
-
 def write_csv(df: pd.DataFrame, path: Path) -> None:
     """Writes atomically (see ``_src/files.py``)."""
     write_results_csv(path, df)  # with its checksum file
-
-
-def plot_regret(df: pd.DataFrame, path: Path) -> None:
-    """Mean cumulative regret against step per agent, +- one standard error over seeds,
-    in each agent's fixed colour, titled with the data (a data set's name and real
-    feature dimension) and captioned with what the bands are."""
-    # matplotlib's object API through the analysis helpers: no global backend is chosen.
-    from decision_bench.analysis.figures import _caption, _new_figure, agent_colour, setting_title
-
-    fig, (ax,) = _new_figure(6.0, 4.4)
-    for agent, rows in df.groupby("agent", sort=False):
-        curve = rows.groupby("step").cumulative_regret.agg(["mean", "sem"]).fillna(0.0)
-        colour = agent_colour(agent)
-        ax.plot(curve.index, curve["mean"], label=agent, color=colour)
-        ax.fill_between(curve.index, curve["mean"] - curve["sem"], curve["mean"] + curve["sem"], color=colour, alpha=0.2)
-    first = df.iloc[0]
-    seeds = df.seed.nunique()
-    if "delta" in df.columns:  # the Showdown's wheel: no temperature, its delta matters
-        title = f"{first.env}: delta={first.delta:g}, {first.num_actions} actions"
-    elif "context_dim" in df.columns:  # the Showdown's (sparse) linear bandits
-        title = f"{first.env}: context d={first.context_dim}, {first.num_actions} actions"
-    else:
-        title = setting_title(
-            {c: first[c] for c in ("env", "dataset", "input_dim", "num_actions", "temperature") if c in df.columns}
-        )
-    ax.set_title(f"{title}, {seeds} seeds", fontsize=10)
-    ax.set_xlabel("step t")
-    ax.set_ylabel("cumulative regret")
-    ax.legend()
-    _caption(fig, f"Lines: mean cumulative regret over {seeds} seeds; bands: \u00b11 standard error of that mean "
-             "over seeds.", 6.0)
-    atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=120))

@@ -66,7 +66,7 @@ from decision_bench.experiments.testbed_cell import compute_testbed_cell, descri
 from decision_bench.experiments.baselines import (
     STORED_DIR, Baselines, bandit_stale_reasons, library_differences, load_baselines, stale_reasons, stored_names,
 )
-from decision_bench.experiments.agent_files import host_agent_names, read_agent_files
+from decision_bench.experiments.agent_files import file_pairs, host_agent_names, read_agent_files
 from decision_bench.experiments.cells import config_label
 from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.store import ResultsStore
@@ -230,7 +230,7 @@ def main(args: argparse.Namespace) -> int:
     with claim_run_dir(args.out, "leaderboard", arguments) as out:
         frame = run_cells(
             cells,
-            functools.partial(compute_testbed_cell, agent_files=tuple((f.name, f.path) for f in files)),
+            functools.partial(compute_testbed_cell, agent_files=file_pairs(files)),
             ResultsStore(out / CELLS_DIR),
             progress=not args.no_progress,
             announce=True,
@@ -281,7 +281,7 @@ def _bandit_side(args, stored: Baselines, out: Path, cells, files, labels, yours
     from decision_bench._src.extras import plotting_available  # noqa: PLC0415
     from decision_bench.experiments.reproduce import CellRunner, bandit_rows, with_agent_config  # noqa: PLC0415
 
-    runner = CellRunner(str(out), tuple((f.name, f.path) for f in files), progress=False)
+    runner = CellRunner(str(out), file_pairs(files), progress=False)
     store = ResultsStore(out / CELLS_DIR)
     run_cells(
         cells, runner, store, progress=not args.no_progress, announce=True,

@@ -52,40 +52,37 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from decision_bench._src.console import HelpFormatter
-from decision_bench._src.files import atomic_write_text, sha256_hex, write_results_csv
-from decision_bench._src.memory import INT32_MAX, check_count, check_fits, testbed_memory
+from decision_bench._src.files import atomic_write_text, write_results_csv
+from decision_bench._src.memory import check_count
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.tensorboard import TensorBoardLog
-from decision_bench._src.validation import check_choice
-from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
-from decision_bench.agents.registry import check_inputs_fit
-from decision_bench.agents.registry import config as agent_config
 from decision_bench.cli.arguments import (
     add_agent_options,
     add_display_options,
-    parse_agent_list,
     parse_settings,
-    settings_label,
+    seed_count,
 )
-from decision_bench.data import BUNDLED, load_dataset, make_dataset_problem
 from decision_bench.evaluation.kl import METHODS
-from decision_bench.evaluation.realdata import realdata_sweep, run_realdata
+from decision_bench.evaluation.realdata import realdata_sweep
 from decision_bench.evaluation.runner import ReferenceFits
-from decision_bench.evaluation.sweeps import SWEEP_NAMES, Sweep, custom_sweep, get_sweep
-from decision_bench.experiments.agent_files import AgentFile, current_make_agent, host_agent_names, read_agent_files
+from decision_bench.evaluation.sweeps import SWEEP_NAMES, get_sweep
+from decision_bench.cli.testbed_flags import (
+    experiment_from_flags, grid_meta, grid_sweep, parse_agents, parse_reference, run_meta,
+)
+from decision_bench.experiments.agent_files import AgentFile, file_pairs, host_agent_names, read_agent_files
 from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.estimate import check_testbed_memory
 from decision_bench.experiments.executors import run_cells
-from decision_bench.experiments.experiment_file import read_experiment_file
-from decision_bench.experiments.presets import Preset, testbed_sweep
-from decision_bench.experiments.reproduce import with_settings
+from decision_bench.experiments.presets import testbed_sweep
+from decision_bench.experiments.realdata_cell import compute_realdata_cell, describe_realdata_cell, realdata_cells
+from decision_bench.experiments.reproduce import with_agent_config, with_settings
 from decision_bench.experiments.store import ResultsStore
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, describe_testbed_cell, sweep_cells
 
@@ -93,16 +90,6 @@ BASELINE = "mlp"
 REALDATA = "realdata"
 DEFAULT_SWEEP = "quick"
 CELLS_DIR = "cells"  # under --out: one verified file per finished cell
-# Custom-grid flags (as typed, argparse dest) and their defaults when a grid is
-# given; None: required in a grid.
-GRID_FLAGS = {
-    "--input-dim": ("input_dim", "2"),
-    "--num-train": ("num_train", None),
-    "--temperature": ("temperature", None),
-    "--tau": ("tau", "1,10"),
-    "--kappa": ("kappa", None),
-}
-
 _EPILOG = """\
 examples:
   decision-bench testbed --agents mlp,ensemble+ --sweep quick --seeds 3 --out runs/tb
@@ -191,195 +178,17 @@ def register(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def summary_table(frame: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
-    """Absolute mean d_KL per agent and design with its standard error, settings and
-    seeds; a ``vs_<baseline>`` ratio column only when the baseline ran beside other
-    agents (``analysis.tables.design_summary``)."""
-    from decision_bench.analysis.tables import design_summary  # the analysis package only when printing
-
-    return design_summary(frame, baseline)
-
-
 def print_summary(frame: pd.DataFrame, sweep_name: str, baseline: str = BASELINE) -> None:
     """The console summary of a testbed run: absolute d_KL first, the ratio to the baseline last."""
-    table = summary_table(frame, baseline)
+    from decision_bench.analysis.tables import design_summary  # the analysis package only when printing
+
+    table = design_summary(frame, baseline)
     ratio = f"; vs_{baseline}: mean / {baseline}'s mean" if f"vs_{baseline}" in table else ""
     print(
         f"mean d_KL per agent and test design ({len(frame)} rows, sweep {sweep_name}; mean over settings of "
         f"the per-setting means over seeds, stderr its standard error over seeds{ratio}):"
     )
     print(table.to_string(float_format=lambda v: f"{v:.4g}"))
-
-
-def parse_agents(text: str, agent_files: Sequence[AgentFile] = ()) -> tuple[str, ...]:
-    """"mlp, ensemble+" -> ("mlp", "ensemble+"): registered names or the names of
-    ``agent_files`` (the shared rule of ``cli.arguments.parse_agent_list``: none or
-    a repeat is refused); ValueError naming --agents otherwise, and for an agent
-    file whose agent --agents does not name."""
-    listed = parse_agent_list(text)
-    file_names = tuple(f.name for f in agent_files)
-    for name in listed:
-        check_choice("--agents", name, agent_registry() + file_names)
-        if name not in file_names:
-            # Testbed and real-data inputs are continuous features.
-            check_inputs_fit(name, "the testbed", one_hot=False)
-    unused = [f"{f.name!r} ({f.path})" for f in agent_files if f.name not in listed]
-    if unused:
-        raise ValueError(f"--agent-file defines {', '.join(unused)}, which --agents does not name; add it to --agents")
-    return listed
-
-
-def _option_value(text: str):
-    """"2" -> 2, "0.5" -> 0.5, "8,8" -> (8, 8), "nuts" -> "nuts"."""
-    if "," in text:
-        return tuple(_option_value(item.strip()) for item in text.split(",") if item.strip())
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def parse_reference(name: str | None, options: Sequence[str]) -> tuple[str | None, dict]:
-    """(reference name or None, its overrides) from --reference and --reference-option;
-    ValueError naming the flag for an unknown agent, a malformed or unknown option."""
-    if name is None:
-        if options:
-            raise ValueError("--reference-option needs --reference (e.g. --reference hmc)")
-        return None, {}
-    name = name.strip()
-    check_choice("--reference", name, agent_registry())
-    check_inputs_fit(name, "the testbed", one_hot=False)
-    overrides = {}
-    for option in options:
-        key, sep, value = str(option).partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ValueError(f"--reference-option must be NAME=VALUE, got {option!r}")
-        overrides[key.strip()] = _option_value(value.strip())
-    try:
-        agent_config(name, **overrides)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"--reference-option: {error}") from None
-    return name, overrides
-
-
-def _seeds(flag_value: int | None, default_count: int) -> tuple[int, ...]:
-    """Seeds 0..N-1 for --seeds N (the sweep's default count when not given)."""
-    return tuple(range(_seed_count(flag_value, default_count)))
-
-
-def _seed_count(flag_value: int | None, default_count: int) -> int:
-    return default_count if flag_value is None else check_count("--seeds", flag_value)
-
-
-def check_testbed_memory(
-    args: argparse.Namespace, sweep: Sweep, num_agents: int, points: int = 1, what: str = "this testbed run"
-) -> None:
-    """Refuses, before anything is allocated (the seeds' list included), a run whose
-    largest setting or whose rows cannot fit in this machine's memory. points: grid
-    points run together with every seed in one program (``tune``)."""
-    seeds = _seed_count(args.seeds, sweep.num_seeds)
-    rows = num_agents * points * len(sweep.settings) * len(sweep.designs) * seeds
-    max_tau = max(design.tau for design in sweep.designs)
-    for setting in sweep.settings:
-        check_fits(what, testbed_memory(points * seeds, setting.num_train, args.num_test, max_tau,
-                                        setting.input_dim, rows))
-
-
-def _cell_agent(cell: Cell, agent_files: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
-    """(run_testbed's agent argument, its overrides) for a cell: the registered name,
-    or {name: make_agent} of the cell's agent file (which must still be the file the
-    cell was planned with); the cell's agent_config as the overrides."""
-    paths = dict(agent_files)
-    agent: Any = cell.agent
-    if cell.agent in paths:
-        agent = {cell.agent: current_make_agent(paths[cell.agent], cell.agent_file_sha256)}
-    overrides = {cell.agent: {k: tuple(v) if isinstance(v, list) else v for k, v in cell.agent_config}}
-    return agent, overrides if cell.agent_config else None
-
-
-def realdata_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean NLL per agent (rows) and design (columns), over data sets, sizes and seeds."""
-    design = frame["tau"].astype(str).radd("NLL^") + frame["kappa"].map(
-        lambda k: "" if pd.isna(k) else f",kappa={int(k)}"
-    )
-    return frame.assign(design=design).groupby(["agent", "design"], sort=False)["nll"].mean().unstack("design")
-
-
-def realdata_cells(
-    agents: Sequence[str],
-    datasets: Sequence[str],
-    sizes: Sequence[int | None],
-    seeds: Sequence[int],
-    designs: Sequence[tuple[int, int | None]],
-    num_test: int,
-    num_models: int,
-    method: str,
-    agent_configs: Mapping[str, Mapping[str, Any]] | None = None,
-    agent_files: Sequence[AgentFile] = (),
-) -> tuple[Cell, ...]:
-    """One cell per (agent, data set, T) with all seeds, in ``run_realdata``'s row
-    order; a T above a data set's training split is no cell (run_realdata skips it).
-    agent_configs and agent_files: as ``experiments.testbed_cell.sweep_cells``.
-
-    A data file's cell also holds the SHA-256 of its bytes: an edited file gets
-    new cells rather than the old file's rows.
-    """
-
-    # (data set, its training split's size, its file's digest), loaded once.
-    sources = []
-    for dataset in datasets:
-        data = load_dataset(dataset)
-        available = make_dataset_problem(data, None, 1, None, seeds[0]).spec.num_train
-        digest = None if dataset in BUNDLED else sha256_hex(Path(dataset).read_bytes())
-        sources.append((dataset, available, digest))
-    cells = []
-    for agent in agents:
-        for dataset, available, digest in sources:
-            for size in sizes:
-                if size is not None and size > available:
-                    continue
-                problem = {
-                    "dataset": dataset,
-                    "file_sha256": digest,
-                    "num_train": size,
-                    "designs": tuple(designs),
-                    "num_test": num_test,
-                    "num_models": num_models,
-                    "method": method,
-                }
-                cells.append(Cell(
-                    REALDATA, agent, problem=problem, seeds=tuple(seeds),
-                    agent_config=dict((agent_configs or {}).get(agent, {})),
-                    agent_file_sha256={f.name: f.sha256 for f in agent_files}.get(agent),
-                ))
-    return tuple(cells)
-
-
-def compute_realdata_cell(cell: Cell, agent_files: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
-    """The rows of one realdata cell: ``run_realdata`` on its one (data set, T)."""
-
-    problem = dict(cell.problem)
-    agent, overrides = _cell_agent(cell, agent_files)
-    return run_realdata(
-        agent,
-        overrides=overrides,
-        datasets=[problem["dataset"]],
-        num_train=[problem["num_train"]],
-        seeds=list(cell.seeds),
-        designs=problem["designs"],
-        num_test=problem["num_test"],
-        num_models=problem["num_models"],
-        method=problem["method"],
-        progress=False,
-    )
-
-
-def _describe_realdata(cell: Cell) -> str:
-    problem = dict(cell.problem)
-    size = "full" if problem["num_train"] is None else problem["num_train"]
-    return f"{cell.agent} {Path(problem['dataset']).name} T={size}"
 
 
 def _realdata_plan(
@@ -396,7 +205,7 @@ def _realdata_plan(
     )
     if not datasets:
         raise ValueError(f"--datasets must name at least one data set, got {args.datasets!r}")
-    seeds = _seeds(args.seeds, sweep.num_seeds)
+    seeds = tuple(range(seed_count(args.seeds, sweep.num_seeds)))
     cells = realdata_cells(
         agents, datasets, sweep.num_train, seeds, sweep.designs,
         args.num_test, args.num_models, args.method, configs, files,
@@ -404,187 +213,41 @@ def _realdata_plan(
     return datasets, seeds, cells
 
 
-def run_meta(
-    args: argparse.Namespace, sweep: str, seeds: tuple[int, ...], cells: tuple[Cell, ...], **named: object
-) -> dict:
-    """What OUT/testbed.json (or realdata.json) records of a run: the versions, the sweep,
-    ``named`` (e.g. the data sets), the seeds, agents, sizes, method and cell ids."""
-    return {
-        "versions": environment_info(),
-        "sweep": sweep,
-        **named,
-        "seeds": list(seeds),
-        "agents": args.agents,
-        "num_test": args.num_test,
-        "num_models": args.num_models,
-        "method": args.method,
-        "cells": [cell.id for cell in cells],
-    }
-
-
 def _main_realdata(
     args: argparse.Namespace, out: Path, datasets: tuple[str, ...], seeds: tuple[int, ...], cells: tuple[Cell, ...]
 ) -> int:
     store = ResultsStore(out / CELLS_DIR)
+    pairs = _file_pairs(cells, args)
     frame = run_cells(
         cells,
-        functools.partial(compute_realdata_cell, agent_files=_file_pairs(cells, args)) if _file_pairs(cells, args)
-        else compute_realdata_cell,
+        functools.partial(compute_realdata_cell, agent_files=pairs) if pairs else compute_realdata_cell,
         store,
         progress=not args.no_progress,
         results_csv=out / "realdata.csv",
         announce=True,
         host_agents=host_agent_names(getattr(args, "loaded_agent_files", ())),
-        desc=REALDATA, unit="setting", describe=_describe_realdata,
+        desc=REALDATA, unit="setting", describe=describe_realdata_cell,
     )
-    frame = with_config_column(frame, cells)
+    frame = with_agent_config(frame, cells)
     write_results_csv(out / "realdata.csv", frame)
     meta = run_meta(args, REALDATA, seeds, cells, datasets=list(datasets))
     atomic_write_text(out / "realdata.json", json.dumps(meta, indent=2) + "\n")
     print(f"mean NLL ({len(frame)} rows, sweep {REALDATA}):")
+    from decision_bench.analysis.tables import realdata_table  # the analysis package only when printing
+
     print(realdata_table(frame).round(3).to_string())
     print(f"wrote {out / 'realdata.csv'}")
     return 0
 
 
-def parse_int_list(flag: str, text: str, minimum: int) -> tuple[int, ...]:
-    """"3,30,300" -> (3, 30, 300): distinct integers >= minimum, else a ValueError naming flag."""
-    items = [item.strip() for item in str(text).split(",")]
-    try:
-        values = tuple(int(item) for item in items)
-    except ValueError:
-        values = ()
-    if not values or any(v < minimum for v in values):
-        raise ValueError(f"{flag} must be a comma-separated list of integers >= {minimum}, got {text!r}")
-    if any(v > INT32_MAX for v in values):
-        # JAX indexes with int32.
-        raise ValueError(f"{flag} must be a comma-separated list of integers <= 2**31 - 1, got {text!r}")
-    _check_distinct(flag, values, text)
-    return values
-
-
-def parse_number_list(flag: str, text: str) -> tuple[float, ...]:
-    """"0.01,0.1" -> (0.01, 0.1): distinct finite numbers > 0, else a ValueError naming flag."""
-    items = [item.strip() for item in str(text).split(",")]
-    try:
-        values = tuple(float(item) for item in items)
-    except ValueError:
-        values = ()
-    if not values or any(not math.isfinite(v) or v <= 0 for v in values):
-        raise ValueError(f"{flag} must be a comma-separated list of numbers > 0, got {text!r}")
-    _check_distinct(flag, values, text)
-    return values
-
-
-def _check_distinct(flag: str, values: tuple, text: str) -> None:
-    repeated = sorted({v for v in values if values.count(v) > 1})
-    if repeated:
-        shown = ", ".join(f"{v:g}" for v in repeated)
-        raise ValueError(f"{flag} must not repeat a value, got {text!r} (repeated: {shown})")
-
-
-def grid_sweep(args: argparse.Namespace) -> Sweep | None:
-    """The custom grid of the command line (sweeps.custom_sweep), or None when no
-    grid flag was given. ValueError for --sweep together with grid flags, a
-    missing --num-train or --temperature, or a malformed list."""
-    given = [flag for flag, (dest, _) in GRID_FLAGS.items() if getattr(args, dest, None) is not None]
-    if not given:
-        return None
-    if getattr(args, "sweep", None) is not None:
-        raise ValueError(
-            f"--sweep and the custom-grid flags ({', '.join(given)}) are mutually exclusive: "
-            "give a named --sweep or a grid (--num-train ... --temperature ...), not both"
-        )
-    text = {
-        flag: default if getattr(args, dest, None) is None else getattr(args, dest)
-        for flag, (dest, default) in GRID_FLAGS.items()
-    }
-    missing = [flag for flag in ("--num-train", "--temperature") if text[flag] is None]
-    if missing:
-        raise ValueError(
-            f"a custom grid needs {' and '.join(missing)} "
-            "(e.g. --num-train 10,100 --temperature 0.1), or use a named --sweep"
-        )
-    kappa = None
-    if text["--kappa"] is not None:
-        try:
-            kappa = int(str(text["--kappa"]).strip())
-        except ValueError:
-            kappa = 0
-        if kappa < 1:
-            raise ValueError(f"--kappa must be one integer >= 1, got {text['--kappa']!r}")
-    taus = parse_int_list("--tau", text["--tau"], 1)
-    if kappa is not None and max(taus) <= 1:
-        raise ValueError(
-            f"--kappa needs a --tau > 1 (kappa designs are scored for tau > 1), got --tau {text['--tau']!r}"
-        )
-    return custom_sweep(
-        input_dims=parse_int_list("--input-dim", text["--input-dim"], 1),
-        num_trains=parse_int_list("--num-train", text["--num-train"], 0),
-        temperatures=parse_number_list("--temperature", text["--temperature"]),
-        taus=taus,
-        kappa=kappa,
-    )
-
-
-def _grid_meta(sweep: Sweep) -> dict:
-    """The grid of a custom sweep, for testbed.json."""
-    return {
-        "input_dims": sorted({s.input_dim for s in sweep.settings}),
-        "num_trains": sorted({s.num_train for s in sweep.settings}),
-        "temperatures": sorted({s.temperature for s in sweep.settings}),
-        "designs": [[d.tau, d.kappa] for d in sweep.designs],
-    }
-
-
-# The flags an experiment file (--config) sets: refused beside it.
-CONFIG_FLAGS = {
-    "--agents": "agents", "--sweep": "sweep", "--seeds": "seeds", "--num-test": "num_test",
-    "--num-models": "num_models", "--datasets": "datasets",
-    **{flag: dest for flag, (dest, _) in GRID_FLAGS.items()},
-}
-
-
-def _experiment(args: argparse.Namespace) -> Preset | None:
-    """The --config experiment file's preset (None without --config); ValueError when a
-    flag the file sets is given beside it. Fills in --num-test and --num-models
-    (the file's, else 1000)."""
-    config = getattr(args, "config", None)
-    experiment = None
-    if config is not None:
-        given = [flag for flag, dest in CONFIG_FLAGS.items() if getattr(args, dest, None) is not None]
-        if given:
-            raise ValueError(
-                f"--config {config!r} sets the experiment; {', '.join(given)} cannot be given beside it "
-                "(edit the file, or drop --config)"
-            )
-        experiment = read_experiment_file(config)
-        args.num_test, args.num_models = experiment.num_test, experiment.num_models
-    args.num_test = 1000 if args.num_test is None else args.num_test
-    args.num_models = 1000 if args.num_models is None else args.num_models
-    return experiment
-
-
 def _file_pairs(cells: Sequence[Cell], args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
     """((name, path), ...) of the agent files whose agents have cells."""
-    files = getattr(args, "loaded_agent_files", ())
-    return tuple((f.name, f.path) for f in files if any(c.agent == f.name for c in cells))
-
-
-def with_config_column(frame: pd.DataFrame, cells: Sequence[Cell]) -> pd.DataFrame:
-    """Adds agent_config after agent (an agent's --set values or the experiment file's
-    overrides, "" for none) when any cell has one; rows of runs without keep their columns."""
-    labels = {c.agent: settings_label(dict(c.agent_config)) for c in cells}
-    if not any(labels.values()) or frame.empty:
-        return frame
-    frame = frame.copy()
-    frame.insert(frame.columns.get_loc("agent") + 1, "agent_config", frame["agent"].map(labels).fillna(""))
-    return frame
+    return file_pairs(getattr(args, "loaded_agent_files", ()), {cell.agent for cell in cells})
 
 
 def main(args: argparse.Namespace) -> int:
     # Every argument is validated (and the cells built) before anything is written.
-    experiment = _experiment(args)
+    experiment = experiment_from_flags(args)
     custom = grid_sweep(args)
     sweep = custom if custom is not None else (getattr(args, "sweep", None) or DEFAULT_SWEEP)
     if sweep != REALDATA and getattr(args, "datasets", None) is not None:
@@ -627,8 +290,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         sweeps = [get_sweep(sweep) if isinstance(sweep, str) else sweep]
     for one in sweeps:
-        check_testbed_memory(args, one, len(agents))  # before the seeds' list is made
-    seeds = _seeds(args.seeds, sweeps[0].num_seeds)
+        # Before the seeds' list is made.
+        check_testbed_memory(one, len(agents), seed_count(args.seeds, one.num_seeds), args.num_test)
+    seeds = tuple(range(seed_count(args.seeds, sweeps[0].num_seeds)))
     reference, reference_options = parse_reference(
         getattr(args, "reference", None), getattr(args, "reference_option", [])
     )
@@ -644,7 +308,7 @@ def main(args: argparse.Namespace) -> int:
     if experiment is None:
         arguments = {
             "--sweep": sweeps[0].name if custom is None else None,
-            "grid": _grid_meta(custom) if custom is not None else None,
+            "grid": grid_meta(custom) if custom is not None else None,
             "--agents": list(agents),
             "--seeds": len(seeds), "--num-test": args.num_test, "--num-models": args.num_models,
         }
@@ -706,13 +370,13 @@ def _run_testbed_cells(args, out, sweep_name, custom, seeds, cells, reference, r
     finally:
         if board is not None:
             board.close()
-    frame = with_config_column(frame, cells)
+    frame = with_agent_config(frame, cells)
     write_results_csv(out / "testbed.csv", frame)
     meta = run_meta(args, sweep_name, seeds, cells)
     if reference is not None:
         meta["reference"] = {"agent": reference, "options": reference_options}
     if custom is not None:
-        meta["grid"] = _grid_meta(custom)
+        meta["grid"] = grid_meta(custom)
     atomic_write_text(out / "testbed.json", json.dumps(meta, indent=2) + "\n")
     print_summary(frame, sweep_name)
     bad = frame[~frame["params_finite"] | (frame["fraction_finite"] < 1.0)]
@@ -721,15 +385,8 @@ def _run_testbed_cells(args, out, sweep_name, custom, seeds, cells, reference, r
               "see columns params_finite and fraction_finite")
     if reference is not None:
         print(f"distance to the reference {reference} (means over settings and seeds):")
+        from decision_bench.analysis.tables import fidelity_summary  # the analysis package only when printing
+
         print(fidelity_summary(frame).round(3).to_string())
     print(f"wrote {out / 'testbed.csv'}")
     return 0
-
-
-def fidelity_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean agreement, tv, tv_joint and kl_to_reference per agent (rows) and design."""
-    design = frame["tau"].astype(str).radd("tau=") + frame["kappa"].map(
-        lambda k: "" if pd.isna(k) else f",kappa={int(k)}"
-    )
-    columns = ["agreement", "tv", "tv_joint", "kl_to_reference"]
-    return frame.assign(design=design).groupby(["agent", "design"], sort=False)[columns].mean()

@@ -17,10 +17,10 @@ from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import write_results_csv
 from decision_bench._src.memory import check_count
 from decision_bench._src.rundir import claim_run_dir
-from decision_bench.cli.arguments import add_agent_options, parse_settings
-from decision_bench.cli.testbed import check_testbed_memory
+from decision_bench.cli.arguments import add_agent_options, parse_settings, seed_count
 from decision_bench.evaluation.sweeps import SWEEP_NAMES, get_sweep
 from decision_bench.experiments.agent_files import host_agent_names, read_agent_files
+from decision_bench.experiments.estimate import check_testbed_memory
 from decision_bench.agents.registry import names
 from decision_bench.evaluation.tune import PAPER_GRIDS, check_grid, grid_points, tune
 
@@ -73,7 +73,9 @@ def _check_sizes(args: argparse.Namespace, num_points: int) -> None:
     before any work: every point x seed of a setting is one vmapped program."""
     for flag in ("--num-test", "--num-models"):
         check_count(flag, getattr(args, flag[2:].replace("-", "_")))
-    check_testbed_memory(args, get_sweep(args.sweep), 1, points=num_points, what="this tune run")
+    sweep = get_sweep(args.sweep)
+    check_testbed_memory(sweep, 1, seed_count(args.seeds, sweep.num_seeds), args.num_test, points=num_points,
+                         what="this tune run")
 
 
 def run_command(args: argparse.Namespace) -> int:

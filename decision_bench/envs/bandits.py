@@ -32,7 +32,7 @@ from decision_bench._src.validation import (
 from decision_bench.envs._step_info import optimum, step_info
 from decision_bench.envs.classification import ClassificationBandit
 from decision_bench.envs.showdown import SHOWDOWN_BANDITS
-from decision_bench.priors import ACTIVATIONS, CoinsPrior, MLPPrior
+from decision_bench.priors import ACTIVATIONS, DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES, CoinsPrior, MLPPrior
 
 
 class BanditParams(NamedTuple):
@@ -109,8 +109,8 @@ class NeuralBandit(_FeatureBandit):
     input_dim: int = 2
     num_actions: int | None = None
     temperature: float = 0.1
-    hidden_sizes: tuple[int, ...] = (50, 50)
-    activation: str = "relu"
+    hidden_sizes: tuple[int, ...] = DEFAULT_HIDDEN_SIZES
+    activation: str = DEFAULT_ACTIVATION
 
     def __post_init__(self):
         object.__setattr__(self, "input_dim", check_int("input_dim", self.input_dim, 1))

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from decision_bench._src.keys import DATA_TAG, ENV_TAG, problem_key
 from decision_bench._src.validation import check_int, check_optional_int
-from decision_bench.priors import Prior, make_prior
+from decision_bench.priors import DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES, Prior, make_prior
 from decision_bench.specs import Dataset, ProblemSpec
 
 
@@ -148,8 +148,8 @@ def make_testbed_problem(
     tau: int = 1,
     kappa: int | None = None,
     seed: int = 0,
-    hidden_sizes: tuple[int, ...] = (50, 50),
-    activation: str = "relu",
+    hidden_sizes: tuple[int, ...] = DEFAULT_HIDDEN_SIZES,
+    activation: str = DEFAULT_ACTIVATION,
     num_classes: int = 2,
 ) -> TestbedProblem:
     """A testbed problem: an environment sampled from ``prior`` with seed ``seed``.

@@ -55,10 +55,7 @@ from decision_bench._src.validation import (
     check_positive,
     check_sizes,
 )
-from decision_bench.priors import ACTIVATIONS, PRIORS, Prior, make_prior
-
-DEFAULT_ACTIVATION = "relu"
-DEFAULT_HIDDEN_SIZES = (50, 50)
+from decision_bench.priors import ACTIVATIONS, DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES, PRIORS, Prior, make_prior
 
 
 def hidden_sizes_label(hidden_sizes: Iterable[int]) -> str:
@@ -289,7 +286,7 @@ def robustness_width() -> Sweep:
     """Paper 000 Sec. 6 across widths: relu with two hidden layers of width 5, 10,
     20, 50 and 100; d = 2, T in {10, 100, 1000}, beta in {0.01, 0.1, 0.5}; tau 1,
     tau 10 iid, tau 10 dyadic; 5 seeds (45 settings)."""
-    families = tuple(("relu", (width, width)) for width in ROBUSTNESS_WIDTHS)
+    families = tuple((DEFAULT_ACTIVATION, (width, width)) for width in ROBUSTNESS_WIDTHS)
     return _family_sweep(
         "robustness_width", families, ROBUSTNESS_NUM_TRAINS, ROBUSTNESS_TEMPERATURES, 5
     )

@@ -118,6 +118,14 @@ def host_agent_names(files: Iterable[AgentFile]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def file_pairs(files: Iterable[AgentFile], agents: Iterable[str] | None = None) -> tuple[tuple[str, str], ...]:
+    """((name, path), ...) of ``files`` (of those whose agent is among ``agents`` when
+    given): what a cell's compute function takes to re-read an agent file, picklable
+    for worker processes and Ray (``current_make_agent``)."""
+    wanted = None if agents is None else set(agents)
+    return tuple((f.name, f.path) for f in files if wanted is None or f.name in wanted)
+
+
 def file_fingerprint(sha256: str, settings: dict | None = None) -> str:
     """"file:<sha256>": what identifies an agent file's agent in bandit checkpoints and
     tune settings; its --set options, when any, are appended ("...;num_members=4")."""

@@ -39,8 +39,10 @@ from pathlib import Path
 from typing import Any, Collection, Sequence
 
 from decision_bench._src.devices import usable_cores
+from decision_bench._src.memory import check_fits, testbed_memory
 from decision_bench.agents import registry
 from decision_bench.agents.training import bucket_size
+from decision_bench.evaluation.sweeps import Sweep
 from decision_bench.experiments.cells import Cell
 
 COST_TABLE = Path(__file__).with_name("cost_table.json")
@@ -260,3 +262,17 @@ def cell_seconds(cell: Cell, table: dict | None = None) -> float:
     for ``run_cells(cost=...)``)."""
     estimate = estimate_cells([cell], table=table)
     return estimate.compute_seconds + estimate.compile_seconds
+
+
+def check_testbed_memory(
+    sweep: Sweep, num_agents: int, num_seeds: int, num_test: int, points: int = 1, what: str = "this testbed run"
+) -> None:
+    """Refuses, before anything is allocated (the seeds' list included), a run whose
+    largest setting or whose rows cannot fit in this machine's memory
+    (``_src.memory.check_fits``). points: grid points run together with every seed in
+    one program (``tune``)."""
+    rows = num_agents * points * len(sweep.settings) * len(sweep.designs) * num_seeds
+    max_tau = max(design.tau for design in sweep.designs)
+    for setting in sweep.settings:
+        check_fits(what, testbed_memory(points * num_seeds, setting.num_train, num_test, max_tau,
+                                        setting.input_dim, rows))

@@ -34,16 +34,15 @@ from decision_bench._src.validation import check_choice
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_names
 from decision_bench.agents.registry import check_inputs_fit
-from decision_bench.bandit import run_bandit
-from decision_bench.evaluation.sweeps import DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES, hidden_sizes_label
 from decision_bench.experiments.agent_files import (
     AgentFile,
     current_make_agent,
-    file_fingerprint,
+    file_pairs,
     host_agent_names,
     read_agent_files,
 )
 from decision_bench.experiments.agent_files import load_agent_file  # noqa: F401 - its home before agent_files.py
+from decision_bench.experiments.bandit_cell import bandit_cell, compute_bandit_cell, with_family_columns
 from decision_bench.experiments.baselines import load_baselines, reusable_rows, reuse_stored_rows, stored_names
 from decision_bench.experiments.cells import Cell, config_label
 from decision_bench.experiments.executors import run_cells
@@ -79,27 +78,14 @@ def build_cells(preset: Preset, agents: tuple[str, ...], agent_files: dict[str, 
     # One cell per (agent, bandit setting); agents outermost, as before settings were plural.
     for agent in both_sides:
         for setting in preset.bandit_settings:
-            cells.append(
-                Cell(
-                    "bandit",
-                    agent,
-                    preset.overrides("bandit", agent),
-                    {"env": preset.bandit_env, "num_steps": preset.bandit_steps, **dict(setting)},
-                    tuple(range(preset.bandit_seeds)),
-                    agent_file_sha256=digests.get(agent),
-                )
-            )
+            cells.append(bandit_cell(
+                agent,
+                preset.overrides("bandit", agent),
+                {"env": preset.bandit_env, "num_steps": preset.bandit_steps, **dict(setting)},
+                tuple(range(preset.bandit_seeds)),
+                digests.get(agent),
+            ))
     return tuple(cells)
-
-
-def bandit_family(cell: Cell) -> dict[str, str]:
-    """The generative family of a bandit cell as result columns: activation and
-    hidden_sizes ("50-50", as in testbed rows); relu and 50-50 when the cell names none."""
-    problem = dict(cell.problem)
-    return {
-        "activation": str(problem.get("activation", DEFAULT_ACTIVATION)),
-        "hidden_sizes": hidden_sizes_label(problem.get("hidden_sizes", DEFAULT_HIDDEN_SIZES)),
-    }
 
 
 def bandit_table(store: ResultsStore, cells) -> pd.DataFrame:
@@ -110,14 +96,7 @@ def bandit_table(store: ResultsStore, cells) -> pd.DataFrame:
 
 def bandit_rows(cells_and_rows) -> pd.DataFrame:
     """``bandit_table`` of (bandit cell, its stored rows) pairs, in the given order."""
-    frames = []
-    for cell, frame in cells_and_rows:
-        frame = frame.copy()
-        position = frame.columns.get_loc("temperature") + 1 if "temperature" in frame.columns else len(frame.columns)
-        for offset, (column, value) in enumerate(bandit_family(cell).items()):
-            if column not in frame.columns:
-                frame.insert(position + offset, column, value)
-        frames.append(frame)
+    frames = [with_family_columns(frame, cell) for cell, frame in cells_and_rows]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -208,27 +187,9 @@ class CellRunner:
         return compute_testbed_cell(cell, agent_files=self.custom_agents)
 
     def _bandit(self, cell) -> pd.DataFrame:
-
-        problem = dict(cell.problem)
-        env_id, num_steps = problem.pop("env"), problem.pop("num_steps")
-        if "hidden_sizes" in problem:
-            problem["hidden_sizes"] = tuple(problem["hidden_sizes"])
-        custom = self._custom(cell)
-        # A user's agent takes its options (--set) as make_agent's keywords.
-        agent: Any = cell.agent if custom is None else functools.partial(custom, **dict(cell.agent_config))
-        return run_bandit(
-            agent,
-            env_id,
-            num_steps,
-            list(cell.seeds),
-            env_kwargs=problem,
-            agent_kwargs=(dict(cell.agent_config) or None) if custom is None else None,
-            out_dir=str(Path(self.out_dir) / "bandit_runs" / cell.id),
-            resume=True,
+        return compute_bandit_cell(
+            cell, self._custom(cell), out_dir=Path(self.out_dir) / "bandit_runs" / cell.id, resume=True,
             progress=self.progress,
-            # A user's agent is a function run_bandit cannot see into: its file's hash
-            # marks which version of it a checkpoint holds.
-            agent_fingerprint=None if custom is None else file_fingerprint(cell.agent_file_sha256, dict(cell.agent_config)),
         )
 
 
@@ -283,10 +244,6 @@ def _plan(
     if strangers:
         raise ValueError(f"settings name {strangers}, which this run does not run; its agents are {list(all_agents)}")
     return with_settings(preset, settings), chosen, custom
-
-
-def _custom_pairs(custom: tuple[AgentFile, ...]) -> tuple[tuple[str, str], ...]:
-    return tuple((f.name, f.path) for f in custom)
 
 
 def _legacy_difference(out: Path, preset: Preset, all_agents: tuple[str, ...], files: list[str]) -> str | None:
@@ -402,7 +359,7 @@ def run_preset(
             cells,
             # With several workers, their bandit step bars would interleave: the cell bar
             # alone shows progress.
-            CellRunner(str(out), _custom_pairs(custom), progress and workers == 1),
+            CellRunner(str(out), file_pairs(custom), progress and workers == 1),
             store,
             executor=executor,
             address=address,

@@ -229,7 +229,7 @@ def test_titles_name_a_data_set_and_its_real_dimension():
 
 
 def test_the_bandit_commands_figure_is_titled_with_the_data_set(monkeypatch, tmp_path):
-    from decision_bench.cli.bandit import plot_regret
+    from decision_bench.analysis.figures import plot_regret
 
     drawn = []
     original = figures._new_figure

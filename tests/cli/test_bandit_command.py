@@ -4,7 +4,7 @@ import math
 
 import pandas as pd
 
-from decision_bench.cli.bandit import seed_summary
+from decision_bench.analysis.tables import seed_summary
 
 
 def test_summary_standard_error_is_over_seeds_not_rows():
@@ -25,7 +25,7 @@ def test_summary_standard_error_is_over_seeds_not_rows():
 
 
 def test_a_failed_seed_is_named_with_its_reason_under_the_summary():
-    from decision_bench.cli.bandit import failed_seed_lines
+    from decision_bench.analysis.tables import failed_seed_lines
 
     reason = "agent parameters became non-finite at step 40; seed stopped"
     rows = pd.DataFrame({
@@ -44,9 +44,9 @@ def test_the_command_prints_each_failed_seed_with_its_reason(tmp_path, capsys, m
     # A real tiny run whose seed 1 is then marked failed, as run_bandit marks a seed
     # whose parameters became non-finite: the console must say so, not only the CSV.
     from decision_bench import cli
-    from decision_bench.cli import bandit as bandit_cli
+    from decision_bench.experiments import bandit_cell
 
-    real = bandit_cli.run_bandit
+    real = bandit_cell.run_bandit
     reason = "agent parameters became non-finite at step 10; seed stopped"
 
     def one_seed_fails(*args, **kwargs):
@@ -56,7 +56,7 @@ def test_the_command_prints_each_failed_seed_with_its_reason(tmp_path, capsys, m
         rows.loc[failed, "final_regret"] = float("nan")
         return rows
 
-    monkeypatch.setattr(bandit_cli, "run_bandit", one_seed_fails)
+    monkeypatch.setattr(bandit_cell, "run_bandit", one_seed_fails)
     argv = ["bandit", "--env", "BernoulliBandit-v0", "--agents", "uniform", "--num-actions", "3", "--steps", "20",
             "--seeds", "2", "--batch-size", "4", "--log-every", "10", "--no-progress", "--out", str(tmp_path / "run")]
     assert cli.main(argv) == 0

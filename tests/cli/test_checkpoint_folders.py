@@ -1,7 +1,7 @@
 """Each agent of a bandit run has its own checkpoint folder, whatever its name (issue 34, S04, S01)."""
 
 from decision_bench.agents import names as registered
-from decision_bench.cli.bandit import checkpoint_folders
+from decision_bench.experiments.bandit_cell import checkpoint_folders
 
 
 def test_registered_and_plain_names_keep_the_folders_earlier_runs_saved():

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import decision_bench.cli.bandit as bandit_cli
+import decision_bench.experiments.bandit_cell as bandit_cell
 from decision_bench._src.files import UNFINISHED_RUN
 from decision_bench.analysis.inputs import read_bandit, read_testbed
 from decision_bench.analysis.join import bandit_final_regret
@@ -28,7 +28,7 @@ SAME_ROWS = ["agent", "seed", "step", "cumulative_regret", "final_regret", "erro
 def _interrupt_agent_at(monkeypatch, agent: str, step: int) -> list[pd.DataFrame]:
     """Makes the bandit command's run of ``agent`` stop with Ctrl-C after ``step``
     steps; returns the bandit.csv versions read (verified) after each of its chunks."""
-    real_run_bandit = bandit_cli.run_bandit
+    real_run_bandit = bandit_cell.run_bandit
     versions = []
 
     def run_bandit(name, *args, **kwargs):
@@ -41,7 +41,7 @@ def _interrupt_agent_at(monkeypatch, agent: str, step: int) -> list[pd.DataFrame
 
         return real_run_bandit(name, *args, callback=after_chunk, **kwargs)
 
-    monkeypatch.setattr(bandit_cli, "run_bandit", run_bandit)
+    monkeypatch.setattr(bandit_cell, "run_bandit", run_bandit)
     return versions
 
 

@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 
 from decision_bench import cli
+from decision_bench.analysis.tables import design_summary
 from decision_bench.cli import testbed as command
+from decision_bench.cli import testbed_flags
 from decision_bench.evaluation import custom_sweep, get_sweep
 from decision_bench.evaluation.runner import COLUMNS
 from decision_bench.evaluation.sweeps import TestbedSetting, TestDesign
@@ -55,19 +57,19 @@ def test_custom_sweep_rejects_bad_grids(kwargs, message):
 
 
 def test_list_parsers():
-    assert command.parse_int_list("--num-train", " 3, 30 ,300", 0) == (3, 30, 300)
-    assert command.parse_number_list("--temperature", "0.01,0.1,5e-1") == (0.01, 0.1, 0.5)
+    assert testbed_flags.parse_int_list("--num-train", " 3, 30 ,300", 0) == (3, 30, 300)
+    assert testbed_flags.parse_number_list("--temperature", "0.01,0.1,5e-1") == (0.01, 0.1, 0.5)
     with pytest.raises(ValueError) as error:
-        command.parse_int_list("--num-train", "3,x", 0)
+        testbed_flags.parse_int_list("--num-train", "3,x", 0)
     assert str(error.value) == "--num-train must be a comma-separated list of integers >= 0, got '3,x'"
     with pytest.raises(ValueError) as error:
-        command.parse_number_list("--temperature", "0.1,-1")
+        testbed_flags.parse_number_list("--temperature", "0.1,-1")
     assert str(error.value) == "--temperature must be a comma-separated list of numbers > 0, got '0.1,-1'"
     for bad in ("", "1,", "1.5", "0"):
         with pytest.raises(ValueError, match="--tau must be a comma-separated list of integers >= 1"):
-            command.parse_int_list("--tau", bad, 1)
+            testbed_flags.parse_int_list("--tau", bad, 1)
     with pytest.raises(ValueError, match="--tau must not repeat a value, got '1,10,1'"):
-        command.parse_int_list("--tau", "1,10,1", 1)
+        testbed_flags.parse_int_list("--tau", "1,10,1", 1)
 
 
 def _args(argv):
@@ -78,13 +80,13 @@ def _args(argv):
 
 def test_named_sweeps_are_unchanged_without_grid_flags():
     args = _args(["--out", "x"])
-    assert args.sweep is None and command.grid_sweep(args) is None  # main runs DEFAULT_SWEEP
+    assert args.sweep is None and testbed_flags.grid_sweep(args) is None  # main runs DEFAULT_SWEEP
     assert command.DEFAULT_SWEEP == "quick"
-    assert command.grid_sweep(_args(["--sweep", "paper2d", "--out", "x"])) is None
+    assert testbed_flags.grid_sweep(_args(["--sweep", "paper2d", "--out", "x"])) is None
 
 
 def test_grid_flags_default_input_dim_2_and_tau_1_10():
-    sweep = command.grid_sweep(_args(["--num-train", "3,30", "--temperature", "0.1", "--out", "x"]))
+    sweep = testbed_flags.grid_sweep(_args(["--num-train", "3,30", "--temperature", "0.1", "--out", "x"]))
     assert {s.input_dim for s in sweep.settings} == {2}
     assert sweep.designs == (TestDesign(1), TestDesign(10))
     assert sweep.num_seeds == 5
@@ -160,7 +162,7 @@ def test_summary_is_absolute_with_the_ratio_to_mlp_beside():
         {"agent": ["mlp", "mlp", "x", "x"], "tau": [1, 10, 1, 10], "kappa": [None, None, None, None],
          "seed": [0, 0, 0, 0], "kl": [0.2, 2.0, 0.1, 3.0]}
     )
-    table = command.summary_table(rows)
+    table = design_summary(rows)
     np.testing.assert_allclose(table.xs("x", level="agent")["mean"].to_numpy(), [0.1, 3.0])
     np.testing.assert_allclose(table.xs("x", level="agent")["vs_mlp"].to_numpy(), [0.5, 1.5])
     np.testing.assert_allclose(table.xs("mlp", level="agent")["vs_mlp"].to_numpy(), [1.0, 1.0])
@@ -170,4 +172,4 @@ def test_robustness_sweeps_are_named_by_the_sweep_flag():
     parser = argparse.ArgumentParser()
     command.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["testbed", "--sweep", "robustness_quick", "--out", "x"])
-    assert args.sweep == "robustness_quick" and command.grid_sweep(args) is None
+    assert args.sweep == "robustness_quick" and testbed_flags.grid_sweep(args) is None

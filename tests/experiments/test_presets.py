@@ -8,7 +8,8 @@ import pytest
 from decision_bench.evaluation.sweeps import robustness_quick
 from decision_bench.experiments import presets
 from decision_bench.experiments.presets import CORE_AGENTS, get_preset, neural_bandit_setting
-from decision_bench.experiments.reproduce import bandit_family, build_cells
+from decision_bench.experiments.bandit_cell import bandit_family
+from decision_bench.experiments.reproduce import build_cells
 
 # sha256 of the newline-joined cell ids of each preset, since its testbed cells have
 # the one typed encoding (experiments/testbed_cell.py): stored runs of these presets
