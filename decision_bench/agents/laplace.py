@@ -109,7 +109,7 @@ def _functions(
 ):
     """laplace's functions for one static setting."""
     sizes = (input_dim, *hidden_sizes, num_classes)
-    num_weights = (hidden_sizes[-1] + 1) * num_classes
+    num_weights = (sizes[-2] + 1) * num_classes  # the last hidden width, or d with no hidden layer
     init, update = map_training(sizes=sizes, capacity=capacity, regularization=regularization)
 
     def sample_logits(hyper: Any, key: jax.Array, state: LaplaceState, x: jax.Array) -> jax.Array:

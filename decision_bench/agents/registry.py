@@ -26,6 +26,7 @@ from decision_bench.agents import (
     knn,
     laplace,
     linear_gaussian,
+    logistic_laplace,
     mlp,
     random_forest,
     sgmcmc,
@@ -52,6 +53,7 @@ ENTRIES: tuple[AgentEntry, ...] = (
     *beta_bernoulli.ENTRIES,
     *linear_gaussian.ENTRIES,
     *laplace.ENTRIES,
+    *logistic_laplace.ENTRIES,
 )
 _AGENTS = {entry.name: entry for entry in ENTRIES}
 if len(_AGENTS) != len(ENTRIES):
