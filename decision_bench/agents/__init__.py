@@ -25,6 +25,7 @@ from decision_bench.agents.hypermodel import HypermodelConfig
 from decision_bench.agents.knn import KNNConfig
 from decision_bench.agents.laplace import LaplaceConfig
 from decision_bench.agents.linear_gaussian import LinearGaussianConfig
+from decision_bench.agents.logistic_laplace import LogisticLaplaceConfig
 from decision_bench.agents.mlp import MLPConfig
 from decision_bench.agents.random_forest import RandomForestConfig
 from decision_bench.agents.registry import config, hyperparameters, make, names
@@ -81,4 +82,5 @@ __all__ = [
     "DeepKernelConfig",
     "LaplaceConfig",
     "LinearGaussianConfig",
+    "LogisticLaplaceConfig",
 ]

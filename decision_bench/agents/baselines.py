@@ -25,6 +25,7 @@ from decision_bench._src.validation import check_choice
 from decision_bench.agents._src.checks import check_common
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
+from decision_bench.agents.entry import AgentEntry, TestFacts
 from decision_bench.priors import ACTIVATIONS, MLPPrior
 from decision_bench.specs import ProblemSpec
 
@@ -147,3 +148,13 @@ def _logistic_functions(*, input_dim: int, num_classes: int, regularization: str
 
 def make_logistic(spec: ProblemSpec, config: LogisticConfig) -> Agent:
     return core.make_agent(_logistic_functions, spec, config, name="logistic")
+
+
+ENTRIES = (
+    AgentEntry(
+        "uniform", UniformConfig, make_uniform, colour="#aec7e8",
+        test=TestFacts(deterministic=True, data_independent=True),
+    ),
+    AgentEntry("prior", PriorConfig, make_prior_agent, colour="#ffbb78", test=TestFacts(data_independent=True)),
+    AgentEntry("logistic", LogisticConfig, make_logistic, colour="#98df8a", test=TestFacts(deterministic=True)),
+)

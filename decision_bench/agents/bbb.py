@@ -54,6 +54,7 @@ from decision_bench.agents._src.losses import mean_cross_entropy
 from decision_bench.agents._src.networks import relu_mlp
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
+from decision_bench.agents.entry import AgentEntry
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -274,3 +275,6 @@ def make_bbb(spec: ProblemSpec, config: BBBConfig = BBBConfig()) -> Agent:
     return core.make_agent(
         _functions, spec, config, name="bbb", analytical=config.analytical_kl, form=config.prior_form
     )
+
+
+ENTRIES = (AgentEntry("bbb", BBBConfig, make_bbb, colour="#9467bd", core=3),)

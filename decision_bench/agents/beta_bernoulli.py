@@ -34,6 +34,7 @@ from decision_bench._src.validation import check_positive
 from decision_bench.agents._src.checks import check_config
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
+from decision_bench.agents.entry import AgentEntry
 from decision_bench.specs import ProblemSpec
 
 
@@ -112,3 +113,9 @@ def make_beta_bernoulli(spec: ProblemSpec, config: BetaBernoulliConfig) -> Agent
     return core.make_agent(
         _functions, spec, config, name="beta_bernoulli", num_steps=1, update_mode="online"
     )
+
+
+# The exact conjugate posterior for one-hot (bag-of-coins) inputs only.
+ENTRIES = (
+    AgentEntry("beta_bernoulli", BetaBernoulliConfig, make_beta_bernoulli, colour="#f7b6d2", inputs="one_hot"),
+)

@@ -57,6 +57,7 @@ from decision_bench.agents._src.networks import relu_features, relu_mlp
 from decision_bench.agents.base import Agent
 from decision_bench.agents import core
 from decision_bench.agents.regularization import true_divisor
+from decision_bench.agents.entry import AgentEntry
 from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
 
@@ -158,3 +159,6 @@ def _functions(
 def make_deep_kernel(spec: ProblemSpec, config: DeepKernelConfig) -> Agent:
     # No member_logits: the head's posterior is continuous.
     return core.make_agent(_functions, spec, config, name="deep_kernel", capacity=spec.num_train)
+
+
+ENTRIES = (AgentEntry("deep_kernel", DeepKernelConfig, make_deep_kernel, colour="#c49c94"),)

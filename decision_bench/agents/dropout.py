@@ -32,6 +32,7 @@ from decision_bench.agents._src.checks import check_common
 from decision_bench.agents._src.losses import cross_entropy
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
+from decision_bench.agents.entry import AgentEntry
 from decision_bench.priors import truncated_normal_init
 from decision_bench.specs import ProblemSpec
 
@@ -148,3 +149,14 @@ def _functions(*, hidden_sizes: tuple[int, ...], num_classes: int, input_dim: in
 
 def make_dropout(spec: ProblemSpec, config: DropoutConfig) -> Agent:
     return core.make_agent(_functions, spec, config, name="dropout")
+
+
+ENTRIES = (
+    AgentEntry(
+        "dropout", DropoutConfig, make_dropout, colour="#d62728", core=2,
+        paper_grid={  # App. C.3
+            "dropout_rate": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+            "length_scale": (1.0, 3.0, 10.0),
+        },
+    ),
+)

@@ -43,6 +43,7 @@ from decision_bench.agents._src.losses import cross_entropy, sum_of_squares
 from decision_bench.agents._src.networks import MLP
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
+from decision_bench.agents.entry import AgentEntry
 from decision_bench.priors import init_mlp_layers, mlp_forward
 from decision_bench.specs import ProblemSpec
 
@@ -246,3 +247,15 @@ def make_ensemble_plus(spec: ProblemSpec, config: EnsemblePlusConfig) -> Agent:
             f"make_ensemble_plus needs an EnsemblePlusConfig, got {type(config).__name__}"
         )
     return _build(spec, config, plus=True)
+
+
+ENTRIES = (
+    AgentEntry(
+        "ensemble", EnsembleConfig, make_ensemble, colour="#ff7f0e", core=1,
+        paper_grid={"l2": (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)},  # App. C.2
+    ),
+    AgentEntry(
+        "ensemble+", EnsemblePlusConfig, make_ensemble_plus, colour="#2ca02c", core=5,
+        paper_grid={"l2": (0.1, 0.3, 1.0, 3.0, 10.0)},  # App. C.6
+    ),
+)

@@ -52,6 +52,7 @@ from decision_bench.agents.base import Agent
 from decision_bench.agents import core
 from decision_bench.agents.index_core import index_functions
 from decision_bench.agents.regularization import true_divisor
+from decision_bench.agents.entry import AgentEntry
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -199,3 +200,6 @@ def make_epinet(spec: ProblemSpec, config: EpinetConfig = EpinetConfig()) -> Age
         name="epinet",
         num_steps=default_num_steps(spec, config),
     )
+
+
+ENTRIES = (AgentEntry("epinet", EpinetConfig, make_epinet, colour="#e377c2", core=6),)

@@ -43,6 +43,7 @@ from decision_bench.agents._src.networks import relu_mlp
 from decision_bench.agents.base import Agent
 from decision_bench.agents import core
 from decision_bench.agents.index_core import index_functions
+from decision_bench.agents.entry import AgentEntry
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -172,3 +173,11 @@ def _functions(
 def make_hypermodel(spec: ProblemSpec, config: HypermodelConfig = HypermodelConfig()) -> Agent:
     """Linear-hypermodel agent for ``spec``. See the module docstring."""
     return core.make_agent(_functions, spec, config, name="hypermodel")
+
+
+ENTRIES = (
+    AgentEntry(
+        "hypermodel", HypermodelConfig, make_hypermodel, colour="#8c564b", core=4,
+        paper_grid={"l2": (0.1, 0.3, 1.0, 3.0, 10.0)},  # App. C.7
+    ),
+)

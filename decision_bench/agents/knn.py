@@ -48,6 +48,7 @@ from decision_bench.agents._data_buffer import DataBuffer
 from decision_bench.agents._src.checks import at_least, check_config
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
+from decision_bench.agents.entry import AgentEntry, TestFacts
 from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
 
@@ -170,3 +171,7 @@ def make_knn(spec: ProblemSpec, config: KNNConfig) -> Agent:
         update_mode="online",
         capacity=spec.num_train,
     )
+
+
+# Paper 000, App. C.8: no index, so every draw is the same.
+ENTRIES = (AgentEntry("knn", KNNConfig, make_knn, colour="#ff9896", test=TestFacts(deterministic=True)),)

@@ -47,6 +47,7 @@ from decision_bench.agents._src.checks import check_config
 from decision_bench.agents._src.networks import relu_features, relu_mlp
 from decision_bench.agents.base import Agent
 from decision_bench.agents.regularization import true_divisor
+from decision_bench.agents.entry import AgentEntry
 from decision_bench.specs import ProblemSpec
 
 
@@ -108,7 +109,7 @@ def _functions(
 ):
     """laplace's functions for one static setting."""
     sizes = (input_dim, *hidden_sizes, num_classes)
-    num_weights = (hidden_sizes[-1] + 1) * num_classes
+    num_weights = (sizes[-2] + 1) * num_classes  # the last hidden width, or d with no hidden layer
     init, update = map_training(sizes=sizes, capacity=capacity, regularization=regularization)
 
     def sample_logits(hyper: Any, key: jax.Array, state: LaplaceState, x: jax.Array) -> jax.Array:
@@ -124,3 +125,6 @@ def _functions(
 def make_laplace(spec: ProblemSpec, config: LaplaceConfig) -> Agent:
     # No member_logits: the last layer's posterior is continuous.
     return core.make_agent(_functions, spec, config, name="laplace", capacity=spec.num_train)
+
+
+ENTRIES = (AgentEntry("laplace", LaplaceConfig, make_laplace, colour="#9edae5", since="issue 23"),)

@@ -47,6 +47,7 @@ from decision_bench._src.validation import check_positive
 from decision_bench.agents._src.checks import check_config
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
+from decision_bench.agents.entry import AgentEntry
 from decision_bench.specs import ProblemSpec
 
 
@@ -135,3 +136,11 @@ def make_linear_gaussian(spec: ProblemSpec, config: LinearGaussianConfig) -> Age
     return core.make_agent(
         _functions, spec, config, name="linear_gaussian", num_steps=1, update_mode="online"
     )
+
+
+# Exact Normal-Inverse-Gamma linear regression, for real-valued (Gaussian) rewards only.
+ENTRIES = (
+    AgentEntry(
+        "linear_gaussian", LinearGaussianConfig, make_linear_gaussian, colour="#dbdb8d", rewards="real",
+    ),
+)

@@ -20,6 +20,7 @@ from decision_bench.agents._src.losses import cross_entropy, sum_of_squares
 from decision_bench.agents._src.networks import MLP
 from decision_bench.agents.base import Agent
 from decision_bench.agents import core
+from decision_bench.agents.entry import AgentEntry, TestFacts
 from decision_bench.specs import ProblemSpec
 
 # Kept importable from here for code written before agents/_src held them.
@@ -59,3 +60,12 @@ def _functions(*, hidden_sizes: tuple[int, ...], num_classes: int, input_dim: in
 
 def make_mlp(spec: ProblemSpec, config: MLPConfig) -> Agent:
     return core.make_agent(_functions, spec, config, name="mlp")
+
+
+ENTRIES = (
+    AgentEntry(
+        "mlp", MLPConfig, make_mlp, colour="#1f77b4", core=0,
+        paper_grid={"l2": (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)},  # App. C.1
+        test=TestFacts(deterministic=True),
+    ),
+)

@@ -58,6 +58,7 @@ from decision_bench.agents._src.checks import at_least, check_config
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
 from decision_bench.agents.knn import check_probability_clip, clipped_logits
+from decision_bench.agents.entry import AgentEntry, TestFacts
 from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
 
@@ -270,3 +271,12 @@ def make_random_forest(spec: ProblemSpec, config: RandomForestConfig) -> Agent:
         update_mode="online",
         capacity=spec.num_train,
     )
+
+
+# Grown by scikit-learn (the `data` extra) through jax.pure_callback; no index.
+ENTRIES = (
+    AgentEntry(
+        "random_forest", RandomForestConfig, make_random_forest, colour="#c5b0d5",
+        test=TestFacts(deterministic=True),
+    ),
+)

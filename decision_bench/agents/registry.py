@@ -1,10 +1,12 @@
 """Registered agents with the papers' default hyperparameters.
 
-``make(name, spec, **overrides)`` builds ``make_fn(spec, ConfigClass(**overrides))``.
+``make(name, spec, **overrides)`` builds ``entry.make(spec, entry.config(**overrides))``.
 Each family module defines a frozen ``<Family>Config`` (defaults from
-reference/testbed_facts.md, validated at construction) and ``make_<family>``.
+reference/testbed_facts.md, validated at construction), ``make_<family>`` and
+``ENTRIES``: one :class:`~decision_bench.agents.entry.AgentEntry` per name it
+registers, with its colour, paper grid, input and reward kinds and test facts.
 The table below is a literal, built once in the module body and never mutated:
-adding an agent is one line here.
+adding a family is its module and one line here.
 """
 
 from __future__ import annotations
@@ -12,73 +14,60 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from decision_bench.agents import (
+    baselines,
+    bbb,
+    beta_bernoulli,
+    deep_kernel,
+    dropout,
+    ensemble,
+    epinet,
+    hypermodel,
+    knn,
+    laplace,
+    linear_gaussian,
+    logistic_laplace,
+    mlp,
+    random_forest,
+    sgmcmc,
+)
 from decision_bench.agents.base import Agent
-from decision_bench.agents.baselines import (
-    LogisticConfig,
-    PriorConfig,
-    UniformConfig,
-    make_logistic,
-    make_prior_agent,
-    make_uniform,
-)
-from decision_bench.agents.bbb import BBBConfig, make_bbb
-from decision_bench.agents.beta_bernoulli import BetaBernoulliConfig, make_beta_bernoulli
-from decision_bench.agents.deep_kernel import DeepKernelConfig, make_deep_kernel
-from decision_bench.agents.dropout import DropoutConfig, make_dropout
-from decision_bench.agents.ensemble import (
-    EnsembleConfig,
-    EnsemblePlusConfig,
-    make_ensemble,
-    make_ensemble_plus,
-)
-from decision_bench.agents.epinet import EpinetConfig, make_epinet
-from decision_bench.agents.hmc import HMCConfig, make_hmc
-from decision_bench.agents.hypermodel import HypermodelConfig, make_hypermodel
-from decision_bench.agents.knn import KNNConfig, make_knn
-from decision_bench.agents.laplace import LaplaceConfig, make_laplace
-from decision_bench.agents.linear_gaussian import LinearGaussianConfig, make_linear_gaussian
-from decision_bench.agents.mlp import MLPConfig, make_mlp
-from decision_bench.agents.random_forest import RandomForestConfig, make_random_forest
-from decision_bench.agents.sgmcmc import SGMCMCConfig, SGMCMCQuickConfig, make_sgmcmc
+from decision_bench.agents.entry import AgentEntry
+from decision_bench.agents.hmc import agent as hmc
 from decision_bench.specs import ProblemSpec
 
-# name -> (config class, make_fn(spec, config) -> Agent)
-_AGENTS = {
-    "mlp": (MLPConfig, make_mlp),
-    "ensemble": (EnsembleConfig, make_ensemble),
-    "ensemble+": (EnsemblePlusConfig, make_ensemble_plus),
-    "dropout": (DropoutConfig, make_dropout),
-    "uniform": (UniformConfig, make_uniform),
-    "prior": (PriorConfig, make_prior_agent),
-    "logistic": (LogisticConfig, make_logistic),
-    "bbb": (BBBConfig, make_bbb),
-    "hypermodel": (HypermodelConfig, make_hypermodel),
-    "epinet": (EpinetConfig, make_epinet),
-    "sgmcmc": (SGMCMCConfig, make_sgmcmc),
-    "sgmcmc_quick": (SGMCMCQuickConfig, make_sgmcmc),
-    # full-batch HMC on the problem's own prior (needs the `bayes` extra: blackjax)
-    "hmc": (HMCConfig, make_hmc),
-    # exact conjugate posterior for one-hot (bag-of-coins) inputs only
-    "beta_bernoulli": (BetaBernoulliConfig, make_beta_bernoulli),
-    # exact Normal-Inverse-Gamma linear regression, for real-valued (Gaussian) rewards only
-    "linear_gaussian": (LinearGaussianConfig, make_linear_gaussian),
-    # paper 000 App. C.8-C.9 baselines: no index (knn, random_forest) and a GP head
-    "knn": (KNNConfig, make_knn),
-    # grown by scikit-learn (the `data` extra) through jax.pure_callback
-    "random_forest": (RandomForestConfig, make_random_forest),
-    "deep_kernel": (DeepKernelConfig, make_deep_kernel),
-    "laplace": (LaplaceConfig, make_laplace),
-}
+# One line per family module, in the order of the figures' colour table.
+ENTRIES: tuple[AgentEntry, ...] = (
+    *mlp.ENTRIES,
+    *ensemble.ENTRIES,
+    *dropout.ENTRIES,
+    *bbb.ENTRIES,
+    *hypermodel.ENTRIES,
+    *epinet.ENTRIES,
+    *sgmcmc.ENTRIES,
+    *hmc.ENTRIES,
+    *baselines.ENTRIES,
+    *knn.ENTRIES,
+    *random_forest.ENTRIES,
+    *deep_kernel.ENTRIES,
+    *beta_bernoulli.ENTRIES,
+    *linear_gaussian.ENTRIES,
+    *laplace.ENTRIES,
+    *logistic_laplace.ENTRIES,
+)
+_AGENTS = {entry.name: entry for entry in ENTRIES}
+if len(_AGENTS) != len(ENTRIES):
+    raise ValueError(f"two registry entries share a name: {[entry.name for entry in ENTRIES]}")
 
 
 # Registered agents whose model assumes one-hot arm features (a coin per arm):
 # on continuous inputs they would run and report meaningless numbers.
-ONE_HOT_AGENTS = ("beta_bernoulli",)
+ONE_HOT_AGENTS = tuple(entry.name for entry in ENTRIES if entry.inputs == "one_hot")
 
 
 # Registered agents that model real-valued rewards (their sample_logits are scores
 # (0, sampled mean reward), not class logits), and the problems that have such rewards.
-REAL_REWARD_AGENTS = ("linear_gaussian",)
+REAL_REWARD_AGENTS = tuple(entry.name for entry in ENTRIES if entry.rewards == "real")
 REAL_REWARD_PROBLEMS = "WheelBandit-v0, LinearBandit-v0 and SparseLinearBandit-v0"
 
 
@@ -107,7 +96,8 @@ def names() -> tuple[str, ...]:
     return tuple(sorted(_AGENTS))
 
 
-def _entry(name: str) -> tuple[type, Any]:
+def entry(name: str) -> AgentEntry:
+    """The registry entry of agent ``name`` (agents/entry.py)."""
     if name not in _AGENTS:
         raise ValueError(f"unknown agent {name!r}; registered agents are {list(names())}")
     return _AGENTS[name]
@@ -115,13 +105,11 @@ def _entry(name: str) -> tuple[type, Any]:
 
 def hyperparameters(name: str) -> tuple[str, ...]:
     """The names of the hyperparameters ``make(name, ...)`` accepts as overrides."""
-    config_class, _ = _entry(name)
-    return tuple(field.name for field in dataclasses.fields(config_class))
+    return tuple(field.name for field in dataclasses.fields(entry(name).config))
 
 
 def config(name: str, **overrides: Any) -> Any:
     """The frozen config of agent ``name``: paper defaults with ``overrides`` applied."""
-    config_class, _ = _entry(name)
     valid = hyperparameters(name)
     unknown = sorted(set(overrides) - set(valid))
     if unknown:
@@ -129,7 +117,7 @@ def config(name: str, **overrides: Any) -> Any:
             f"unknown hyperparameter(s) {unknown} for agent {name!r}; "
             f"valid hyperparameters are {list(valid)}"
         )
-    return config_class(**overrides)
+    return entry(name).config(**overrides)
 
 
 def make(name: str, spec: ProblemSpec, **overrides: Any) -> Agent:
@@ -141,5 +129,4 @@ def make(name: str, spec: ProblemSpec, **overrides: Any) -> Agent:
     """
     if not isinstance(spec, ProblemSpec):
         raise ValueError(f"spec must be a ProblemSpec, got {type(spec).__name__}")
-    _, make_fn = _entry(name)
-    return make_fn(spec, config(name, **overrides))
+    return entry(name).make(spec, config(name, **overrides))

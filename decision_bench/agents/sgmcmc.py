@@ -71,6 +71,7 @@ from decision_bench.agents._src.networks import relu_mlp
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
 from decision_bench.agents.regularization import decayed_weight, true_divisor
+from decision_bench.agents.entry import AgentEntry
 from decision_bench.priors import init_mlp_layers
 from decision_bench.specs import ProblemSpec
 
@@ -282,3 +283,9 @@ def make_sgmcmc(spec: ProblemSpec, config: SGMCMCConfig = SGMCMCConfig()) -> Age
         name="sgmcmc_quick" if isinstance(config, SGMCMCQuickConfig) else "sgmcmc",
         num_kept=config.num_kept,
     )
+
+
+ENTRIES = (
+    AgentEntry("sgmcmc", SGMCMCConfig, make_sgmcmc, colour="#7f7f7f"),
+    AgentEntry("sgmcmc_quick", SGMCMCQuickConfig, make_sgmcmc, colour="#bcbd22"),
+)

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from decision_bench._src.files import atomic_write
+from decision_bench.agents.registry import ENTRIES
 from decision_bench.analysis.correlation import CorrelationResult, interval_text
 from decision_bench.analysis.inputs import failed_rows
 from decision_bench.analysis.join import METRIC_LABELS, PROBLEM_COLUMNS, _finite_kl, metric_rows, present
@@ -41,33 +42,13 @@ __all__ = [
 FORMATS = ("png", "pdf")
 FLOOR_AGENT = "hmc"  # whose d_KL^10 Fig. 2 draws as a floor when present
 
-# One colour per registered agent (decision_bench.agents.names()), the same in every
-# figure and every run: taken from this table, never from the order in which a run's
-# agents are plotted, so mlp is the same blue in a run without ensemble as in one with
-# it. The seven core agents of paper 000 and the samplers get matplotlib's tab10
-# colours; baselines and extras the paler tab20 ones. tests/analysis check that every
-# registered name is here and that no two share a colour.
-AGENT_COLOURS = {
-    "mlp": "#1f77b4",
-    "ensemble": "#ff7f0e",
-    "ensemble+": "#2ca02c",
-    "dropout": "#d62728",
-    "bbb": "#9467bd",
-    "hypermodel": "#8c564b",
-    "epinet": "#e377c2",
-    "sgmcmc": "#7f7f7f",
-    "sgmcmc_quick": "#bcbd22",
-    "hmc": "#17becf",
-    "uniform": "#aec7e8",
-    "prior": "#ffbb78",
-    "logistic": "#98df8a",
-    "knn": "#ff9896",
-    "random_forest": "#c5b0d5",
-    "deep_kernel": "#c49c94",
-    "beta_bernoulli": "#f7b6d2",
-    "linear_gaussian": "#dbdb8d",
-    "laplace": "#9edae5",
-}
+# One colour per registered agent, the same in every figure and every run: each
+# family's ``colour``, declared beside it (agents/entry.py), never the order in which a
+# run's agents are plotted, so mlp is the same blue in a run without ensemble as in one
+# with it. The seven core agents of paper 000 and the samplers have matplotlib's tab10
+# colours; baselines and extras the paler tab20 ones. tests/analysis check that no two
+# share a colour.
+AGENT_COLOURS = {entry.name: entry.colour for entry in ENTRIES}
 
 
 def agent_colour(name: str) -> str:

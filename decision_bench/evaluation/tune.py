@@ -41,7 +41,7 @@ from decision_bench._src.validation import check_int
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import make
 from decision_bench.agents.core import hyperparameters_of, with_hyperparameters
-from decision_bench.agents.registry import check_inputs_fit, config, hyperparameters, names
+from decision_bench.agents.registry import ENTRIES, check_inputs_fit, config, hyperparameters, names
 from decision_bench.agents.training import bucket_size
 from decision_bench.evaluation.kl import EvalConfig, FittedAgent, resolve_method
 from decision_bench.evaluation.likelihood import DEFAULT_MAX_ROWS
@@ -51,18 +51,10 @@ from decision_bench.priors import make_prior
 from decision_bench.specs import ProblemSpec
 
 # The real-valued parts of paper 000's App. C sweeps (ensemble size, layers and
-# widths are shapes: separate runs with overrides). Names are the agents'
-# hyperparameter names.
-_LAMBDAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
+# widths are shapes: separate runs with overrides), {agent: {hyperparameter: values}}:
+# each family's ``paper_grid``, declared beside it (agents/entry.py).
 PAPER_GRIDS: dict[str, dict[str, tuple[float, ...]]] = {
-    "mlp": {"l2": _LAMBDAS},  # App. C.1
-    "ensemble": {"l2": _LAMBDAS},  # App. C.2
-    "ensemble+": {"l2": (0.1, 0.3, 1.0, 3.0, 10.0)},  # App. C.6
-    "hypermodel": {"l2": (0.1, 0.3, 1.0, 3.0, 10.0)},  # App. C.7
-    "dropout": {  # App. C.3
-        "dropout_rate": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
-        "length_scale": (1.0, 3.0, 10.0),
-    },
+    entry.name: dict(entry.paper_grid) for entry in ENTRIES if entry.paper_grid is not None
 }
 DESIGNS = (TestDesign(1), TestDesign(10))  # the two terms of d_KL^agg
 

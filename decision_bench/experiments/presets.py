@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from decision_bench._src.memory import check_count
 from decision_bench._src.validation import check_choice
+from decision_bench.agents.registry import ENTRIES
 from decision_bench.envs.bandits import make_bandit
 from decision_bench.evaluation.sweeps import (
     DEFAULT_ACTIVATION,
@@ -37,7 +38,9 @@ PRESET_NAMES = ("demo", "quick", "standard", "paper", "paper-dims", "robustness"
 PRESET_SWEEPS = ("demo", "robustness")
 # The bandit input dimensions of paper 000's Figs. 16-17 (N = 20 d actions each).
 ROBUSTNESS_BANDIT_DIMS = (2, 10, 50)
-CORE_AGENTS = ("mlp", "ensemble", "dropout", "bbb", "hypermodel", "ensemble+", "epinet")
+# Paper 000's seven core agents, in the order of their entries' ``core`` (agents/entry.py).
+_CORE_ENTRIES = sorted((entry for entry in ENTRIES if entry.core is not None), key=lambda entry: entry.core)
+CORE_AGENTS = tuple(entry.name for entry in _CORE_ENTRIES)
 
 
 @dataclasses.dataclass(frozen=True)

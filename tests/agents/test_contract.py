@@ -18,15 +18,17 @@ import numpy as np
 import pytest
 
 from decision_bench import agents
+from decision_bench.agents.registry import ENTRIES
 from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
 
+# Each agent's facts are declared beside its family, in its entry (agents/entry.py).
 # Agents whose samples must not depend on the key (no epistemic index).
-DETERMINISTIC = {"mlp", "uniform", "logistic", "knn", "random_forest"}
+DETERMINISTIC = {entry.name for entry in ENTRIES if entry.test.deterministic}
 # Agents that ignore the data: no training improvement to check.
-DATA_INDEPENDENT = {"uniform", "prior"}
+DATA_INDEPENDENT = {entry.name for entry in ENTRIES if entry.test.data_independent}
 # Agents defined only for one-hot (bag-of-coins) inputs.
-ONE_HOT_INPUTS = {"beta_bernoulli"}
+ONE_HOT_INPUTS = {entry.name for entry in ENTRIES if entry.inputs == "one_hot"}
 
 NUM_TRAIN = 64
 SPEC = ProblemSpec(input_dim=2, num_classes=2, temperature=0.1, num_train=NUM_TRAIN)

@@ -48,6 +48,7 @@ from decision_bench.agents.hmc.sampler import (
     require_blackjax,
     run_chains,
 )
+from decision_bench.agents.entry import AgentEntry
 from decision_bench.envs.testbed import Dataset
 from decision_bench.priors import ACTIVATIONS
 from decision_bench.specs import ProblemSpec
@@ -269,3 +270,7 @@ def make_hmc(spec: ProblemSpec, config: HMCConfig = HMCConfig()) -> Agent:
         name="hmc",
         update_mode="online",
     )
+
+
+# Full-batch HMC on the problem's own prior (needs the `bayes` extra: blackjax).
+ENTRIES = (AgentEntry("hmc", HMCConfig, make_hmc, colour="#17becf"),)

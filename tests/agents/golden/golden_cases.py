@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from decision_bench import agents
+from decision_bench.agents.registry import ENTRIES
 from decision_bench.bandit.run import run_bandit
 from decision_bench.envs.testbed import make_testbed_problem
 
@@ -19,9 +20,14 @@ SMALL = {
     "hmc": {"num_chains": 2, "num_warmup": 20, "num_samples": 10, "thinning": 1, "num_integration_steps": 4},
     "sgmcmc": {},
 }
-# Agents that classify the testbed's 0/1 data (beta_bernoulli and linear_gaussian
-# are bandit-only: their own bandit cases below).
-AGENT_CASES = tuple(n for n in agents.names() if n not in ("beta_bernoulli", "linear_gaussian"))
+# Agents that classify the testbed's 0/1 data of real-valued features (agents of one-hot
+# inputs or of real-valued rewards, beta_bernoulli and linear_gaussian, are bandit-only:
+# their own bandit cases below).
+AGENT_CASES = tuple(
+    entry.name
+    for entry in sorted(ENTRIES, key=lambda entry: entry.name)
+    if entry.inputs == "features" and entry.rewards == "binary"
+)
 FIT_STEPS = 25
 
 
