@@ -138,6 +138,8 @@ def read_agent_file(path: str | Path) -> AgentFile:
     importing it, no callable make_agent, or a NAME (or, without one, a file stem)
     that no --agents list or --set item could name (AGENT_NAME_PATTERN)."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"agent_file {str(path)!r} is a folder; give the path of a .py file")
     if not path.is_file():
         raise ValueError(f"agent_file {str(path)!r} does not exist")
     if path.suffix != ".py":

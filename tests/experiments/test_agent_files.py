@@ -66,3 +66,9 @@ def test_an_agent_file_that_calls_sys_exit_is_one_line_not_a_silent_exit(tmp_pat
     with pytest.raises(ValueError, match=r"agent_file '.*quits.py' line 2 \(importing it\): SystemExit: the file called sys.exit\(0\)"):
         read_agent_file(path)
     assert cli.main(["testbed", "--agents", "quits", "--agent-file", str(path), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_a_folder_given_as_agent_file_is_named_as_a_folder(tmp_path):
+    # R3-22: a folder was reported as "does not exist"
+    with pytest.raises(ValueError, match=r"agent_file '.*' is a folder; give the path of a \.py file$"):
+        read_agent_file(tmp_path)
