@@ -252,6 +252,14 @@ class HostAgent:
                 f"{ERROR_MARKER}host agent {self.name!r}: sampler(x, seed) returned logits of shape {list(logits.shape)} "
                 f"for x of shape {list(np.shape(x))}; expected [n, num_classes] = {list(shape)}"
             )
+        # NaN (or +inf) is no probability: the bandit's choice among NaN logits is action 0
+        # and its seed is never marked failed (the state is a handle); -inf is probability 0.
+        bad = np.isnan(logits) | np.isposinf(logits)
+        if bad.any():
+            raise HostAgentError(
+                f"{ERROR_MARKER}host agent {self.name!r}: sampler(x, seed) returned NaN or +inf logits "
+                f"({int(bad.sum())} of {bad.size} entries); logits must be numbers (-inf for probability 0)"
+            )
         return logits
 
     # ------------------------------------------------------------ JAX side
