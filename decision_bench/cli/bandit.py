@@ -52,6 +52,7 @@ from decision_bench.bandit import DEFAULT_REGULARIZATION, BanditLoopConfig, make
 from decision_bench.cli.arguments import (
     add_agent_options,
     add_display_options,
+    check_replay_flags,
     parse_agent_list,
     parse_settings,
 )
@@ -176,24 +177,6 @@ def _hidden_sizes(text: str | None) -> tuple[int, ...] | None:
         ) from None
 
 
-def _check_replay_flags(args: argparse.Namespace, agent: str, update_mode: str) -> None:
-    """An agent that updates online (one update per observation: host agents, knn, hmc,
-    linear_gaussian, ...) never draws replay minibatches: --steps-per-obs and
-    --batch-size given for it would be ignored without a word."""
-    if update_mode != "online":
-        return
-    given = [f"{flag} {value}" for flag, value, default in (
-        ("--steps-per-obs", args.steps_per_obs, BanditLoopConfig.steps_per_obs),
-        ("--batch-size", args.batch_size, BanditLoopConfig.batch_size),
-    ) if value != default]
-    if given:
-        raise ValueError(
-            f"{' and '.join(given)}: agent {agent!r} updates online (one update per observation, no replay "
-            f"minibatches), so these would not apply to it; leave them at their defaults "
-            f"({BanditLoopConfig.steps_per_obs}, {BanditLoopConfig.batch_size}) or run {agent!r} in a command of its own"
-        )
-
-
 def config_from_flags(args: argparse.Namespace) -> BanditLoopConfig:
     """The loop's settings from their flags (``--regularization`` None: the library's default)."""
     return BanditLoopConfig(
@@ -305,7 +288,7 @@ def run_command(args: argparse.Namespace) -> int:
         for agent, (make_agent, sha256) in makers.items():
             runnable, agent_kwargs, _ = runnable_agent(agent, settings.get(agent, {}), make_agent, sha256)
             loop, _ = make_loop(runnable, args.env, config, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
-            _check_replay_flags(args, agent, loop.update_mode)
+            check_replay_flags(args, agent, loop.update_mode)
         # Before anything is allocated: what this run's arrays need, against the machine.
         check_fits(
             "this bandit run",
