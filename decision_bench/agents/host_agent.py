@@ -46,7 +46,10 @@ Design:
   was fitted on (those still stored) with its ``fit_seed``, before it samples.
 - **Cost.** Every draw is a host call: the testbed's ``num_models`` draws per
   design per seed run one after the other in Python, as in neural_testbed.
-  ``--estimate`` cannot measure such an agent and says so.
+  ``--estimate`` cannot measure such an agent and says so. Its seeds run on one
+  device (``_src/devices.py``, ``max_devices``): split over several, XLA gathers
+  them to the device running the callback and the others' collectives wait on the
+  user's code, which XLA:CPU aborts after 40 s.
 
 - **Errors** raised by the agent's own code (its fit or its sampler), a sampler's
   logits of the wrong shape and a dropped sampler are a :class:`HostAgentError` of
