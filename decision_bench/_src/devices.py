@@ -21,6 +21,12 @@ numbers do not depend on the number of devices (tests/_src/test_devices.py).
   results are dropped: 5 seeds then take the wall time of 3, not 5. The testbed
   runner and ``run_bandit`` pad (the bandit saves and reports only its own
   seeds, so checkpoints never hold a copy).
+- Each takes ``max_devices``: a host agent's seeds (agents/host_agent.py) run on one
+  device (``max_devices=1``). Its program calls back into Python, and XLA places a
+  callback on one device with collectives that gather the other device's operands
+  to it; those wait for the callback, and a wait over XLA:CPU's collective limit
+  (40 s: one slow fit of the user's code under load) aborts the process. Host
+  agents gain nothing from a second device (their Python runs one call at a time).
 """
 
 from __future__ import annotations
@@ -61,46 +67,51 @@ def use_cpu_cores(count: int | None = None) -> int:
     return jax.local_device_count()
 
 
-def seed_devices(num_seeds: int) -> int:
+def _available(max_devices: int | None) -> int:
+    count = jax.local_device_count()
+    return count if max_devices is None else max(1, min(count, max_devices))
+
+
+def seed_devices(num_seeds: int, max_devices: int | None = None) -> int:
     """How many local devices ``shard_seeds`` spreads num_seeds seeds over: the
-    largest count <= the local devices that divides num_seeds."""
-    available = jax.local_device_count()
+    largest count <= the local devices (at most max_devices) that divides num_seeds."""
+    available = _available(max_devices)
     return max(n for n in range(1, min(available, num_seeds) + 1) if num_seeds % n == 0)
 
 
-def padded_seed_count(num_seeds: int) -> int:
-    """num_seeds rounded up to a multiple of the local devices, where there are at
-    least as many seeds as devices (fewer seeds gain nothing from copies)."""
-    available = jax.local_device_count()
+def padded_seed_count(num_seeds: int, max_devices: int | None = None) -> int:
+    """num_seeds rounded up to a multiple of the local devices (at most max_devices),
+    where there are at least as many seeds as devices (fewer gain nothing from copies)."""
+    available = _available(max_devices)
     if num_seeds < available:
         return num_seeds
     return -(-num_seeds // available) * available
 
 
-def pad_seeds(tree: Any, num_seeds: int) -> Any:
+def pad_seeds(tree: Any, num_seeds: int, max_devices: int | None = None) -> Any:
     """``tree``'s arrays (leading axis [S]) with copies of their last entry appended
     to ``padded_seed_count(S)`` entries; the tree itself where that is S."""
-    padded = padded_seed_count(num_seeds)
+    padded = padded_seed_count(num_seeds, max_devices)
     if padded == num_seeds:
         return tree
     index = np.minimum(np.arange(padded), num_seeds - 1)
     return jax.tree.map(lambda leaf: leaf[index], tree)
 
 
-def seed_sharding(num_seeds: int) -> NamedSharding | None:
+def seed_sharding(num_seeds: int, max_devices: int | None = None) -> NamedSharding | None:
     """The placement of a leading [num_seeds] axis over ``seed_devices(num_seeds)``
     devices (the other axes whole on each), or None where that is one device."""
-    count = seed_devices(num_seeds)
+    count = seed_devices(num_seeds, max_devices)
     if count == 1:
         return None
     mesh = Mesh(np.asarray(jax.local_devices()[:count]), (SEED_AXIS,))
     return NamedSharding(mesh, PartitionSpec(SEED_AXIS))
 
 
-def shard_seeds(tree: Any, num_seeds: int) -> Any:
+def shard_seeds(tree: Any, num_seeds: int, max_devices: int | None = None) -> Any:
     """``tree``'s arrays (each with a leading [num_seeds] axis) placed by
     ``seed_sharding``; the tree itself where that is None (one device)."""
-    sharding = seed_sharding(num_seeds)
+    sharding = seed_sharding(num_seeds, max_devices)
     if sharding is None:
         return tree
     return jax.device_put(tree, sharding)

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from decision_bench._src.files import check_output_dir
+
 INSTALL_HINT = "pip install 'decision-bench[tensorboard]'"
 
 
@@ -99,10 +101,11 @@ class TensorBoardLog:
             from tensorboardX.record_writer import RecordWriter  # noqa: PLC0415 - optional dependency
         except ImportError:
             raise ValueError(f"--tensorboard needs tensorboardX, which is not installed: {INSTALL_HINT}") from None
-        self.directory = Path(directory)
+        # A file (or an unwritable place) where the folder belongs is one line naming the
+        # flag, before any work, not an OSError once the run has started.
+        self.directory = check_output_dir(directory, "--tensorboard")
         # Before the writer opens its own file: the points of earlier sessions of the run.
         self.written: set[tuple[str, int]] = logged_points(self.directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         # Event files are named by the second they were opened: a unique suffix keeps a
         # run resumed within the same second from replacing the earlier session's file.
         name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{uuid.uuid4().hex[:12]}"

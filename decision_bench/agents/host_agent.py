@@ -46,7 +46,10 @@ Design:
   was fitted on (those still stored) with its ``fit_seed``, before it samples.
 - **Cost.** Every draw is a host call: the testbed's ``num_models`` draws per
   design per seed run one after the other in Python, as in neural_testbed.
-  ``--estimate`` cannot measure such an agent and says so.
+  ``--estimate`` cannot measure such an agent and says so. Its seeds run on one
+  device (``_src/devices.py``, ``max_devices``): split over several, XLA gathers
+  them to the device running the callback and the others' collectives wait on the
+  user's code, which XLA:CPU aborts after 40 s.
 
 - **Errors** raised by the agent's own code (its fit or its sampler), a sampler's
   logits of the wrong shape and a dropped sampler are a :class:`HostAgentError` of
@@ -251,6 +254,14 @@ class HostAgent:
             raise HostAgentError(
                 f"{ERROR_MARKER}host agent {self.name!r}: sampler(x, seed) returned logits of shape {list(logits.shape)} "
                 f"for x of shape {list(np.shape(x))}; expected [n, num_classes] = {list(shape)}"
+            )
+        # NaN (or +inf) is no probability: the bandit's choice among NaN logits is action 0
+        # and its seed is never marked failed (the state is a handle); -inf is probability 0.
+        bad = np.isnan(logits) | np.isposinf(logits)
+        if bad.any():
+            raise HostAgentError(
+                f"{ERROR_MARKER}host agent {self.name!r}: sampler(x, seed) returned NaN or +inf logits "
+                f"({int(bad.sum())} of {bad.size} entries); logits must be numbers (-inf for probability 0)"
             )
         return logits
 

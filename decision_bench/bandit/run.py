@@ -21,6 +21,7 @@ from decision_bench._src.fingerprints import config_text, text_fingerprint
 from decision_bench._src.validation import check_int
 from decision_bench._src.versions import result_versions
 from decision_bench.agents.contract import check_state_fits
+from decision_bench.agents.host_agent import is_host_agent
 from decision_bench.bandit.checkpoints import (
     PREVIOUS_STATE_FILE,
     STATE_FILE,
@@ -212,9 +213,12 @@ def run_bandit(
     # seeds are padded to a multiple of the devices with copies of the last one (5
     # seeds run as 6, 3 per core), which are never saved or reported: `ours` keeps
     # the run's own seeds of any [S', ...] array.
+    # A host agent's seeds stay on one device: its callbacks must not hold up a
+    # collective (XLA:CPU aborts one that waits over 40 s on the user's code).
     num_seeds = len(seed_list)
-    num_run = padded_seed_count(num_seeds)
-    carry, params = shard_seeds(pad_seeds((carry, params), num_seeds), num_run)
+    max_devices = 1 if is_host_agent(loop.agent) else None
+    num_run = padded_seed_count(num_seeds, max_devices)
+    carry, params = shard_seeds(pad_seeds((carry, params), num_seeds, max_devices), num_run, max_devices)
 
     def ours(tree: Any) -> Any:
         return tree if num_run == num_seeds else jax.tree.map(lambda leaf: leaf[:num_seeds], tree)

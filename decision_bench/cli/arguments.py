@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from typing import Any, Sequence
 
@@ -222,3 +223,23 @@ def seed_count(flag_value: int | None, default_count: int) -> int:
     """The number of seeds of --seeds N (checked: an integer in [1, 2**31 - 1]), or
     ``default_count`` (a sweep's) when the flag is not given."""
     return default_count if flag_value is None else check_count("--seeds", flag_value)
+
+
+def check_replay_flags(args: argparse.Namespace, agent: str, update_mode: str) -> None:
+    """An agent that updates online (one update per observation: host agents, knn, hmc,
+    linear_gaussian, ...) never draws replay minibatches: --steps-per-obs and
+    --batch-size given for it would be ignored without a word."""
+    if update_mode != "online":
+        return
+    from decision_bench.bandit.loop import BanditLoopConfig as defaults  # noqa: PLC0415 - imports jax
+
+    given = [f"{flag} {value}" for flag, value, default in (
+        ("--steps-per-obs", args.steps_per_obs, defaults.steps_per_obs),
+        ("--batch-size", args.batch_size, defaults.batch_size),
+    ) if value != default]
+    if given:
+        raise ValueError(
+            f"{' and '.join(given)}: agent {agent!r} updates online (one update per observation, no replay "
+            f"minibatches), so these would not apply to it; leave them at their defaults "
+            f"({defaults.steps_per_obs}, {defaults.batch_size}) or run {agent!r} in a command of its own"
+        )

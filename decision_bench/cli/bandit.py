@@ -52,6 +52,7 @@ from decision_bench.bandit import DEFAULT_REGULARIZATION, BanditLoopConfig, make
 from decision_bench.cli.arguments import (
     add_agent_options,
     add_display_options,
+    check_replay_flags,
     parse_agent_list,
     parse_settings,
 )
@@ -287,6 +288,7 @@ def run_command(args: argparse.Namespace) -> int:
         for agent, (make_agent, sha256) in makers.items():
             runnable, agent_kwargs, _ = runnable_agent(agent, settings.get(agent, {}), make_agent, sha256)
             loop, _ = make_loop(runnable, args.env, config, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
+            check_replay_flags(args, agent, loop.update_mode)
         # Before anything is allocated: what this run's arrays need, against the machine.
         check_fits(
             "this bandit run",

@@ -177,6 +177,18 @@ def _describe_bandit_cell(cell) -> str:
 
 def main(args: argparse.Namespace) -> int:
     if args.list:
+        # --list lists the package's stored sets and nothing else: an option beside it
+        # (a --baselines path that may not even exist) would be ignored without a word.
+        given = [flag for flag, value in (
+            ("--agents", args.agents), ("--agent-file", args.agent_files), ("--set", args.settings),
+            ("--baselines", args.baselines is not None), ("--out", args.out is not None),
+            ("--allow-stale", args.allow_stale), ("--bandit", args.bandit), ("--estimate", args.estimate),
+        ) if value]
+        if given:
+            raise ValueError(
+                f"--list lists the package's stored baselines and exits; it takes none of {', '.join(given)} "
+                "(drop --list to use them)"
+            )
         return _list()
     if args.out is None and not args.estimate:
         raise ValueError("--out is required (the folder for the tables and the agents' cells)")

@@ -205,6 +205,9 @@ def _realdata_plan(
     )
     if not datasets:
         raise ValueError(f"--datasets must name at least one data set, got {args.datasets!r}")
+    repeated = sorted({d for d in datasets if datasets.count(d) > 1})
+    if repeated:
+        raise ValueError(f"--datasets names {repeated} twice, got {args.datasets!r}; give each data set once")
     seeds = tuple(range(seed_count(args.seeds, sweep.num_seeds)))
     cells = realdata_cells(
         agents, datasets, sweep.num_train, seeds, sweep.designs,

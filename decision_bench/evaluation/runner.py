@@ -56,6 +56,7 @@ from decision_bench._src.versions import environment_info
 from decision_bench.agents import Agent, fit, make, names, params_are_finite
 from decision_bench.agents import registry as agent_registry
 from decision_bench.agents.contract import check_agent_contract, check_state_fits
+from decision_bench.agents.host_agent import is_host_agent
 from decision_bench.agents.registry import check_inputs_fit
 from decision_bench.agents.training import bucket_size
 from decision_bench.envs.testbed import sample_environment
@@ -277,7 +278,9 @@ def _run_group(
     agent = make(agent_name, spec, **overrides) if factory is None else factory(spec, **overrides)
     check_agent_contract(agent, spec, f"agent {agent_name!r}")
     resolved = resolve_method(FittedAgent(agent, None), method)
-    num_padded = padded_seed_count(len(seeds))
+    # A host agent's seeds stay on one device: its callbacks must not hold up a collective.
+    max_devices = 1 if is_host_agent(agent) else None
+    num_padded = padded_seed_count(len(seeds), max_devices)
     check_state_fits(agent, num_padded, f"agent {agent_name!r}")
     configs = tuple(
         EvalConfig(
@@ -295,7 +298,8 @@ def _run_group(
     # asked for that, _src/devices.py), the fit and evaluation run partitioned alike.
     # A setting's seeds are padded to a multiple of the devices (copies of the last
     # seed, computed and dropped: every seed is its own problem, nothing is shared).
-    env_keys, fit_keys, eval_keys = shard_seeds(pad_seeds(problem_keys(setting, seeds), len(seeds)), num_padded)
+    env_keys, fit_keys, eval_keys = shard_seeds(
+        pad_seeds(problem_keys(setting, seeds), len(seeds), max_devices), num_padded, max_devices)
 
     (env_params, states), fit_s, fit_compile_s = _timed(
         fit_seeds, agent, prior, env_keys, fit_keys, jnp.int32(setting.num_train),

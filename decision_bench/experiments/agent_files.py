@@ -138,6 +138,8 @@ def read_agent_file(path: str | Path) -> AgentFile:
     importing it, no callable make_agent, or a NAME (or, without one, a file stem)
     that no --agents list or --set item could name (AGENT_NAME_PATTERN)."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"agent_file {str(path)!r} is a folder; give the path of a .py file")
     if not path.is_file():
         raise ValueError(f"agent_file {str(path)!r} does not exist")
     if path.suffix != ".py":
@@ -189,7 +191,16 @@ def read_agent_files(paths: Iterable[str | Path], registered: Sequence[str] = ()
     files = tuple(read_agent_file(p) for p in paths)
     clash = sorted(set(registered) & {f.name for f in files})
     if clash:
-        raise ValueError(f"agent_file NAME(s) {clash} clash with registered agents; rename them")
+        from decision_bench.agents.registry import names as registry_names  # noqa: PLC0415 - imports every family
+
+        if set(clash) & set(registry_names()):
+            raise ValueError(f"agent_file NAME(s) {clash} clash with registered agents; rename them")
+        # `registered` is the run's agent list (reproduce: --agents or the experiment
+        # file's agents), which named the file's agent beside --agent-file.
+        raise ValueError(
+            f"the run's agents {list(registered)} already name the agent file agent(s) {clash}; an --agent-file "
+            "adds its agent to the run by itself: leave it out of the agents list"
+        )
     names = [f.name for f in files]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:

@@ -506,6 +506,12 @@ def store_baselines(
     commands = [command] if isinstance(command, str) else list(command)
     if len(commands) != len(run_dirs):
         raise ValueError(f"give one command per run folder: {len(run_dirs)} folders, {len(commands)} commands")
+    for number, one_command in enumerate(commands, 1):
+        # The record's "made by" is how a reader reruns the set: an empty one says nothing.
+        if not isinstance(one_command, str) or not one_command.strip():
+            raise ValueError(
+                f"--command {number} of {len(commands)} must be the command that made its run folder, got {one_command!r}"
+            )
     cells, per_agent, versions = [], {}, None
     bandit_cells, bandit_agents, bandit_commands, bandit_versions = [], {}, [], None
     for one_dir, one_command in zip(run_dirs, commands):

@@ -2,6 +2,7 @@
 do not depend on how many devices the process has."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -166,3 +167,50 @@ def test_worker_processes_share_the_parents_cpu_devices(tmp_path, parent, worker
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == f"[{each}]"
+
+
+# A host agent whose fit takes longer than XLA:CPU's collective limit (lowered here to
+# 1 s to warn, 2 s to abort), on two CPU devices, in the testbed and the bandit. Its seeds
+# used to be split over both devices, and XLA gathered them to the device running the
+# callback; the other device's collective waited out the limit and aborted the process.
+_SLOW_HOST = r"""
+import json, sys, time
+import numpy as np
+import decision_bench
+count = decision_bench.use_cpu_cores(2)
+from decision_bench.agents.host_agent import host_agent
+from decision_bench.bandit.run import run_bandit
+from decision_bench.evaluation import run_testbed
+from decision_bench.evaluation.sweeps import custom_sweep
+
+def slow(data, spec):
+    time.sleep(3.0)  # over the lowered limit
+    return lambda x, seed: np.zeros((len(x), spec.num_classes), np.float32)
+
+def factory(spec, **_):
+    return host_agent(slow, spec, name="slow")
+
+sweep = custom_sweep(input_dims=(2,), num_trains=(3,), temperatures=(0.1,), taus=(1,), num_seeds=2, name="d")
+testbed = run_testbed({"slow": factory}, sweep=sweep, seeds=2, num_test=2, num_models=1, progress=False)
+bandit = run_bandit(factory, "NeuralBandit-v0", num_steps=1, seeds=2, progress=False,
+                    env_kwargs={"input_dim": 2, "num_actions": 2, "temperature": 0.1})
+print(json.dumps({"devices": count, "testbed_seeds": sorted(set(testbed.seed.tolist())),
+                  "bandit_seeds": sorted(set(bandit.seed.tolist()))}))
+"""
+
+
+def test_a_slow_host_agent_runs_its_seeds_on_one_device_with_no_collective_to_time_out():
+    env = dict(os.environ, XLA_FLAGS="--xla_cpu_collective_call_warn_stuck_timeout_seconds=1 "
+               "--xla_cpu_collective_call_terminate_timeout_seconds=2")
+    done = subprocess.run([sys.executable, "-c", _SLOW_HOST], capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "may be stuck" not in done.stderr  # no device waited on the callback
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "devices": 2, "testbed_seeds": [0, 1], "bandit_seeds": [0, 1]}
+
+
+def test_host_agents_seeds_are_neither_padded_nor_split(monkeypatch):
+    monkeypatch.setattr(jax, "local_device_count", lambda: 2)
+    assert devices.padded_seed_count(5, max_devices=1) == 5
+    assert devices.seed_devices(4, max_devices=1) == 1
+    assert devices.seed_sharding(4, max_devices=1) is None

@@ -278,3 +278,33 @@ def test_tune_refuses_a_host_agent_naming_the_testbed_command_to_use(numpy_file,
     err = capsys.readouterr().err
     assert "a host agent ('my_numpy'" in err and "decision-bench testbed --agents my_numpy" in err
     assert err.count("\n") == 1 and not out.exists()
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_or_plus_inf_logits_are_one_error_naming_the_agent(bad):
+    spec = ProblemSpec(input_dim=2, num_classes=2, num_train=4)
+    agent = host_agent(lambda data, spec: (lambda x, seed: np.full((len(x), 2), bad)), spec, name="nan_host")
+    state = fit(agent, jax.random.key(0), _data(4), spec)
+    with pytest.raises(Exception, match=r"host agent 'nan_host': sampler\(x, seed\) returned NaN or \+inf logits "
+                                        r"\(4 of 4 entries\)"):
+        jax.block_until_ready(agent.sample_logits(jax.random.key(0), state, jnp.ones((2, 2))))
+
+
+def test_minus_inf_logits_are_probability_zero_and_pass():
+    spec = ProblemSpec(input_dim=2, num_classes=2, num_train=4)
+    agent = host_agent(lambda data, spec: (lambda x, seed: np.tile([0.0, -np.inf], (len(x), 1))), spec)
+    state = fit(agent, jax.random.key(0), _data(4), spec)
+    logits = np.asarray(agent.sample_logits(jax.random.key(0), state, jnp.ones((2, 2))))
+    assert logits.tolist() == [[0.0, -np.inf], [0.0, -np.inf]]
+
+
+def test_the_bandit_with_a_nan_host_agent_is_one_line_not_a_score(tmp_path, capsys):
+    # R3-121: NaN logits were scored (every action 0), exit 0, the seed not marked failed
+    path = tmp_path / "nan_host.py"
+    path.write_text("import numpy as np\ndef make_agent(spec):\n    def agent(data, spec):\n"
+                    "        return lambda x, seed: np.full((len(x), spec.num_classes), np.nan)\n    return agent\n")
+    argv = ["bandit", "--agents", "nan_host", "--agent-file", str(path), *TINY_BANDIT, "--out", str(tmp_path / "b")]
+    assert cli_main(argv) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err[-1].startswith("decision-bench: error: host agent 'nan_host': sampler(x, seed) returned NaN or +inf")
+    assert not any("Traceback" in line for line in err)

@@ -63,3 +63,18 @@ def test_the_command_prints_each_failed_seed_with_its_reason(tmp_path, capsys, m
     out = capsys.readouterr().out
     assert f"note: uniform seed 1 failed: {reason}" in out
     assert "seed 0 failed" not in out
+
+
+def test_replay_flags_for_an_agent_that_updates_online_are_refused_before_any_work(tmp_path, capsys):
+    # R3-102: --steps-per-obs / --batch-size with an online agent (knn here; host agents
+    # too) ran with exit 0 and the flags silently unused.
+    from decision_bench.cli.program import main as cli_main
+
+    out = tmp_path / "b"
+    tiny = ["--input-dim", "2", "--num-actions", "4", "--steps", "3", "--seeds", "1", "--no-progress"]
+    assert cli_main(["bandit", "--agents", "mlp,knn", *tiny, "--steps-per-obs", "3", "--batch-size", "8",
+                     "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "--steps-per-obs 3 and --batch-size 8: agent 'knn' updates online" in err[0]
+    assert not out.exists()  # refused before the run folder was claimed

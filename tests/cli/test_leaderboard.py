@@ -266,3 +266,21 @@ def test_an_interrupted_store_leaves_the_old_set_or_none_never_a_mix(stored, tmp
     kept = load_baselines(folder / "tiny.json")
     assert kept.meta["command"] == "third command"
     pd.testing.assert_frame_equal(kept.rows, first.rows)
+
+
+@pytest.mark.parametrize("extra, named", [
+    (["--baselines", "no/such/set.json"], "--baselines"),
+    (["--agents", "mlp", "--allow-stale"], "--agents, --allow-stale"),
+    (["--bandit", "--estimate"], "--bandit, --estimate"),
+])
+def test_list_refuses_the_options_it_would_ignore(extra, named, capsys):
+    # R3-29/R3-30/R3-73: `--list --baselines PATH` listed the package's sets, exit 0,
+    # whether PATH existed or not.
+    assert cli_main(["leaderboard", "--list", *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--list" in err[0] and f"none of {named} " in err[0]
+
+
+def test_list_alone_still_lists_the_stored_sets(capsys):
+    assert cli_main(["leaderboard", "--list"]) == 0
+    assert capsys.readouterr().out.startswith(baselines_module.stored_names()[0] + ":")

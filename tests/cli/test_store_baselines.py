@@ -91,13 +91,15 @@ def _unfinished(run: Path, tmp_path: Path) -> Path:
         ("commands", "give one command per run folder: 1 folders, 2 commands"),
         ("empty_folder", "--folder must name a folder ('.' for the current one), got ''"),
         ("empty_run", "RUN_DIR must name the folder of a finished testbed or reproduce run"),
+        # R3-95: an empty --command was stored as the set's "made by"
+        ("empty_command", "--command 1 of 1 must be the command that made its run folder, got '  '"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_is_stored(run, tmp_path, monkeypatch, capsys, case, message):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    run_dir, name, extra = str(run), "lab", []
+    run_dir, name, extra, command = str(run), "lab", [], COMMAND
     if case == "unfinished":
         run_dir = str(_unfinished(run, tmp_path))
     elif case == "missing":
@@ -112,7 +114,9 @@ def test_bad_input_is_one_line_exit_2_and_nothing_is_stored(run, tmp_path, monke
         extra = ["--folder", ""]
     elif case == "empty_run":
         run_dir = ""
-    assert cli.main(["store-baselines", run_dir, name, "--command", COMMAND, *extra]) == 2
+    elif case == "empty_command":
+        command = "  "
+    assert cli.main(["store-baselines", run_dir, name, "--command", command, *extra]) == 2
     captured = capsys.readouterr()
     lines = [line for line in captured.err.splitlines() if line.strip()]
     assert captured.out == "" and len(lines) == 1, lines

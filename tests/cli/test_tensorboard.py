@@ -141,3 +141,21 @@ except OSError as error:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "caught ENOSPC"
     assert done.stderr == ""
+
+
+@pytest.mark.parametrize("command", [
+    ["testbed", "--num-train", "3", "--temperature", "0.1", "--tau", "1", "--seeds", "1", "--num-test", "4",
+     "--num-models", "2", "--no-progress"],
+    ["bandit", "--input-dim", "2", "--num-actions", "3", "--steps", "2", "--seeds", "1", "--no-progress"],
+])
+def test_a_file_where_the_tensorboard_folder_belongs_is_one_line_exit_2_before_any_work(tmp_path, capsys, command):
+    # R3-99: it ended with exit 1 after the run had started, its line promising a resume
+    from decision_bench.cli.program import main as cli_main
+
+    taken = tmp_path / "taken"
+    taken.write_text("a file of the user's")
+    assert cli_main([*command, "--tensorboard", str(taken), "--out", str(tmp_path / "out")]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == [f"decision-bench: error: --tensorboard {str(taken)!r} is a file, not a folder; give a folder path"]
+    assert taken.read_text() == "a file of the user's"
+    assert not (tmp_path / "out" / "cells").exists()  # no cell was computed

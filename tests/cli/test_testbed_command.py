@@ -173,3 +173,14 @@ def test_robustness_sweeps_are_named_by_the_sweep_flag():
     command.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["testbed", "--sweep", "robustness_quick", "--out", "x"])
     assert args.sweep == "robustness_quick" and testbed_flags.grid_sweep(args) is None
+
+
+def test_a_data_set_named_twice_is_one_line_naming_it(tmp_path, capsys):
+    # R3-120: `--datasets iris,iris` ended in "cells contain duplicates: [cell ids]"
+    out = tmp_path / "rd"
+    assert cli.main(["testbed", "--sweep", "realdata", "--datasets", "iris, wine,iris", "--seeds", "1",
+                     "--num-test", "4", "--num-models", "2", "--out", str(out)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == ["decision-bench: error: --datasets names ['iris'] twice, got 'iris, wine,iris'; give each data "
+                   "set once"]
+    assert not (out / "cells").exists()

@@ -66,3 +66,30 @@ def test_an_agent_file_that_calls_sys_exit_is_one_line_not_a_silent_exit(tmp_pat
     with pytest.raises(ValueError, match=r"agent_file '.*quits.py' line 2 \(importing it\): SystemExit: the file called sys.exit\(0\)"):
         read_agent_file(path)
     assert cli.main(["testbed", "--agents", "quits", "--agent-file", str(path), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_a_folder_given_as_agent_file_is_named_as_a_folder(tmp_path):
+    # R3-22: a folder was reported as "does not exist"
+    with pytest.raises(ValueError, match=r"agent_file '.*' is a folder; give the path of a \.py file$"):
+        read_agent_file(tmp_path)
+
+
+def test_an_experiment_file_listing_an_agent_files_agent_is_told_to_leave_it_out(tmp_path, capsys):
+    # R3-82: `agents = ["mlp", "np_uni"]` beside --agent-file np_uni.py said the NAME
+    # "clashes with registered agents", though no registered agent has it.
+    agent = tmp_path / "np_uni.py"
+    agent.write_text(
+        "import numpy as np\nNAME = 'np_uni'\n"
+        "def make_agent(spec):\n"
+        "    return lambda data, spec: (lambda x, seed: np.zeros((len(x), spec.num_classes), np.float32))\n"
+    )
+    config = tmp_path / "exp.toml"
+    from decision_bench.experiments.experiment_file import preset_to_toml  # noqa: PLC0415
+    from decision_bench.experiments.presets import get_preset  # noqa: PLC0415
+
+    config.write_text(preset_to_toml(get_preset("demo")).replace(
+        'agents = ["mlp"', 'agents = ["np_uni", "mlp"', 1))
+    assert cli.main(["reproduce", "--config", str(config), "--agent-file", str(agent), "--estimate"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "already name the agent file agent(s) ['np_uni']" in err[0]
+    assert "registered" not in err[0]
