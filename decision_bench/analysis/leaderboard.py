@@ -180,7 +180,8 @@ def bandit_scores(bandit: pd.DataFrame, agents=None) -> pd.DataFrame:
     left out and counted in ``failed``): the mean final regret and its standard error
     (sd / sqrt(n)), the median with a bootstrap standard error (``MEDIAN_RESAMPLES``
     resamples of a fixed generator), and the mean of log final regret with its standard
-    error (NaN when a final regret is 0: its log is not finite)."""
+    error (NaN when a final regret is 0: its log is not finite; ``zero_regret_runs``
+    counts such runs, so a table can say why)."""
     finals = final_regrets(bandit)
     order = list(dict.fromkeys(finals["agent"])) if agents is None else list(agents)
     rows = []
@@ -202,6 +203,7 @@ def bandit_scores(bandit: pd.DataFrame, agents=None) -> pd.DataFrame:
             "final_regret_median_se": float(medians.std(ddof=1)) if n > 1 else np.nan,
             "log_final_regret_mean": float(logs.mean()) if n else np.nan,
             "log_final_regret_mean_se": float(logs.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan,
+            "zero_regret_runs": int((ok <= 0).sum()),
         })
     return pd.DataFrame(rows)
 
@@ -269,13 +271,22 @@ def regret_trend(points: pd.DataFrame, agent: str, baselines) -> tuple[str, dict
     fit.update(residual=residual, z=float(z))
     side = "above" if residual > 0 else "below"
     more = "more" if residual > 0 else "less"
-    return (
+    sentence = (
         f"{agent} lies {side} the baselines' trend (least squares of log regret on log d_KL^10 over "
         f"{len(x)} baselines) by {abs(z):.1f} of the baselines' residual standard deviations: "
-        f"{np.exp(residual):.2f} times the regret the trend predicts at its d_KL^10 ({more} regret than "
-        "baselines of its d_KL^10 have).",
-        fit,
+        f"{np.exp(residual):.3g} times the regret the trend predicts at its d_KL^10 ({more} regret than "
+        "baselines of its d_KL^10 have)."
     )
+    low, high = float(np.exp(x.min())), float(np.exp(x.max()))
+    fit.update(extrapolated=not low <= float(mine["dkl_10"]) <= high)
+    if fit["extrapolated"]:
+        # A line fitted over a narrow band of d_KL^10 says little far outside it: the
+        # distance is then the line's extrapolation, and the reader must be told so.
+        sentence += (
+            f" Its d_KL^10 ({float(mine['dkl_10']):.3g}) lies outside the baselines' range "
+            f"[{low:.3g}, {high:.3g}]: the trend is extrapolated there, so read the distance as a lead only."
+        )
+    return sentence, fit
 
 
 def bandit_markdown(scores_table: pd.DataFrame, paired: pd.DataFrame, notes: list[str], sentences: list[str]) -> str:
@@ -288,10 +299,16 @@ def bandit_markdown(scores_table: pd.DataFrame, paired: pd.DataFrame, notes: lis
     lines.append("| agent | runs | mean | median | mean log |")
     lines.append("|---|---|---|---|---|")
     for _, row in scores_table.iterrows():
+        zeros = int(row.get("zero_regret_runs", 0) or 0)
+        # A run with no regret at all (its first action optimal and never left) has no
+        # logarithm: the mean log is undefined, and the cell says why instead of "nan".
+        mean_log = (
+            f"undefined ({zeros} run{'s' if zeros > 1 else ''} with regret 0)" if zeros
+            else f"{row['log_final_regret_mean']:.3f} +- {row['log_final_regret_mean_se']:.3f}"
+        )
         lines.append(
             f"| {row['agent']} | {row['runs']} | {row['final_regret_mean']:.2f} +- {row['final_regret_mean_se']:.2f} "
-            f"| {row['final_regret_median']:.2f} +- {row['final_regret_median_se']:.2f} "
-            f"| {row['log_final_regret_mean']:.3f} +- {row['log_final_regret_mean_se']:.3f} |"
+            f"| {row['final_regret_median']:.2f} +- {row['final_regret_median_se']:.2f} | {mean_log} |"
         )
     lines += ["", "### Paired differences of final regret (agent - baseline on the same problems and seeds)", ""]
     if paired.empty:

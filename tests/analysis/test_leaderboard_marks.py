@@ -29,3 +29,25 @@ def test_the_markdown_shows_the_marks_and_the_multiple_comparison_note():
     text = markdown(scores, paired, [])
     assert "+0.0100 +- 0.0100 |" in text and "+0.0500 +- 0.0100** |" in text
     assert "Bonferroni threshold for all 3 differences" in text and "1 in 20" in text
+
+
+def _bandit_rows(finals: dict[str, list[float]]) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"agent": agent, "env": "NeuralBandit-v0", "seed": seed, "step": 100, "final_regret": value}
+        for agent, values in finals.items() for seed, value in enumerate(values)
+    ])
+
+
+def test_a_run_with_zero_regret_makes_the_mean_log_undefined_and_the_table_says_why():
+    from decision_bench.analysis.leaderboard import bandit_markdown, bandit_scores
+
+    scores = bandit_scores(_bandit_rows({"bbb": [0.0, 5.0, 7.0], "mlp": [2.0, 4.0, 8.0]}))
+    by_agent = scores.set_index("agent")
+    assert by_agent.at["bbb", "zero_regret_runs"] == 1 and by_agent.at["mlp", "zero_regret_runs"] == 0
+    assert np.isnan(by_agent.at["bbb", "log_final_regret_mean"])
+    assert by_agent.at["mlp", "log_final_regret_mean"] == np.log([2.0, 4.0, 8.0]).mean()
+    text = bandit_markdown(scores, pd.DataFrame(), [], [])
+    bbb_line = next(line for line in text.splitlines() if line.startswith("| bbb |"))
+    assert "undefined (1 run with regret 0)" in bbb_line and "nan" not in bbb_line
+    mlp_line = next(line for line in text.splitlines() if line.startswith("| mlp |"))
+    assert f"{np.log([2.0, 4.0, 8.0]).mean():.3f} +- " in mlp_line

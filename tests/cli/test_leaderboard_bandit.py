@@ -227,6 +227,12 @@ def test_the_trend_sentence_places_the_agent_by_residual_standard_deviations():
     assert sentence.startswith("mine lies above the baselines' trend") and "by 2.5 of the baselines' residual" in sentence
     below = _points(np.exp(np.append(y, yours - 4 * sd)), np.append(x, 1.2), names + ["mine"])
     assert "mine lies below" in regret_trend(below, "mine", names)[0]
+    assert fit["extrapolated"] is False and "extrapolated" not in sentence  # 1.2 lies in [0.5, 3]
+    # Far outside the baselines' d_KL^10 the line is extrapolated, and the sentence says so.
+    outside = _points(np.exp(np.append(y, yours)), np.append(x, 9.0), names + ["mine"])
+    sentence, fit = regret_trend(outside, "mine", names)
+    assert fit["extrapolated"] is True
+    assert "Its d_KL^10 (9) lies outside the baselines' range [0.5, 3]: the trend is extrapolated" in sentence
     # One baseline fewer: refused, saying so.
     sentence, fit = regret_trend(points, "mine", names[:-1])
     assert fit is None and sentence.startswith("No trend of regret on d_KL^10 fitted: the baselines give 4 points")
