@@ -70,6 +70,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from decision_bench._src import deprecations
 from decision_bench.agents._src.checks import check_batch_dim, check_input_dim
 from decision_bench.agents._src.losses import cross_entropy, sum_of_squares
 from decision_bench.agents.base import Agent, Batch, check_key_argument
@@ -290,9 +291,8 @@ def with_hyper(agent: Agent, hyper: Any) -> Agent:
     )
 
 
-# The names these had before the vocabulary was fixed (CHANGELOG.md).
-hyperparameters_of = hyper_of
-with_hyperparameters = with_hyper
+# The names hyper_of and with_hyper had before the vocabulary was fixed, until 0.4.
+__getattr__ = deprecations.module_getattr(__name__)
 
 
 # -------------------------------------------------------------------- training

@@ -135,14 +135,13 @@ def compute_bandit_cell(
     agent, agent_kwargs, fingerprint = runnable_agent(
         cell.agent, dict(typed.agent_config), make_agent, cell.agent_file_sha256
     )
-    options: dict[str, Any] = {} if loop is None else dataclasses.asdict(loop)
-    if chunk_size is not None:
-        options["chunk_size"] = chunk_size
+    options: dict[str, Any] = {} if chunk_size is None else {"chunk_size": chunk_size}
     return run_bandit(
         agent,
         typed.env,
         typed.num_steps,
         list(typed.seeds),
+        loop,
         log_every=log_every,
         env_kwargs=dict(typed.env_kwargs),
         agent_kwargs=agent_kwargs,

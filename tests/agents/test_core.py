@@ -83,7 +83,6 @@ def test_with_hyper_rebinds_and_hyper_of_reads_back():
     rebound = core.with_hyper(agent, other)
     assert float(core.hyper_of(rebound).l2) == 9.0
     assert rebound.update.func is agent.update.func
-    assert core.hyperparameters_of is core.hyper_of and core.with_hyperparameters is core.with_hyper
 
 
 def test_every_registered_config_is_a_frozen_dataclass():
