@@ -44,7 +44,7 @@ LogisticLaplaceHyper = core.hyper_class(LogisticLaplaceConfig)
 def make_logistic_laplace(spec: ProblemSpec, config: LogisticLaplaceConfig) -> Agent:
     # laplace's functions with no hidden layer: its features are (x, 1).
     return core.make_agent(
-        laplace._functions, spec, config, name="logistic_laplace", hidden_sizes=(), capacity=spec.num_train
+        laplace.laplace_functions, spec, config, name="logistic_laplace", hidden_sizes=(), capacity=spec.num_train
     )
 
 

@@ -32,7 +32,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from decision_bench._src.validation import check_int, check_optional_int, check_seed
-from decision_bench.envs._step_info import OPTIMUM_KEYS
+from decision_bench.envs.step_info import OPTIMUM_KEYS
 from decision_bench.envs.bandits import BernoulliBandit, make_bandit
 
 INFO_KEYS = ("expected_reward", "optimal_expected_reward", "regret", "optimal_action")

@@ -58,7 +58,7 @@ import numpy as np
 
 from decision_bench._src.pytrees import register_as_static, register_data_fields
 from decision_bench._src.validation import check_int, check_nonnegative
-from decision_bench.envs._step_info import optimum, step_info
+from decision_bench.envs.step_info import optimum, step_info
 from decision_bench.envs.classification import arm_features
 
 
