@@ -36,15 +36,19 @@ def check_nonnegative(name: str, value: Any) -> float:
     return _check_number(name, value, ">= 0", lambda number: number >= 0)
 
 
+def check_finite(name: str, value: Any) -> float:
+    return _check_number(name, value, "", lambda number: True)
+
+
 def _check_number(name: str, value: Any, bound: str, accepts: Callable[[float], bool]) -> float:
     """float(value) when it is a finite number that ``accepts``; else one line naming
-    ``name`` and the ``bound`` it must meet."""
+    ``name`` and the ``bound`` it must meet ("" for none)."""
     try:
         number = float(value)
     except (TypeError, ValueError):
         number = math.nan  # not a number: refused below, with the value as given
     if not math.isfinite(number) or not accepts(number):
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+        raise ValueError(f"{name} must be a finite number{' ' + bound if bound else ''}, got {value!r}")
     return number
 
 
