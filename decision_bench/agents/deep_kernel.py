@@ -44,7 +44,7 @@ and the problem's temperature.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -88,7 +88,15 @@ class DeepKernelConfig:
 DeepKernelState = MapState
 
 
-DeepKernelHyper = core.hyper_class(DeepKernelConfig)
+class DeepKernelHyper(NamedTuple):
+    """The traced hyperparameters of DeepKernelConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    scale_factor: jax.Array
+    sigma_squared_factor: jax.Array
+    temperature: jax.Array
 
 
 def features(params: Any, x: jax.Array) -> jax.Array:

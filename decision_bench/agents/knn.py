@@ -89,7 +89,12 @@ class KNNState(NamedTuple):
     data: DataBuffer  # the training rows seen so far
 
 
-KNNHyper = core.hyper_class(KNNConfig)
+class KNNHyper(NamedTuple):
+    """The traced hyperparameters of KNNConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    probability_clip: jax.Array
+    temperature: jax.Array
 
 
 def clipped_logits(probs: jax.Array, clip: jax.Array) -> jax.Array:

@@ -35,7 +35,7 @@ temperature.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -70,7 +70,14 @@ class LaplaceConfig:
 LaplaceState = MapState
 
 
-LaplaceHyper = core.hyper_class(LaplaceConfig)
+class LaplaceHyper(NamedTuple):
+    """The traced hyperparameters of LaplaceConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    posterior_scale: jax.Array
+    temperature: jax.Array
 
 
 def last_layer_features(params: tuple, x: jax.Array) -> jax.Array:

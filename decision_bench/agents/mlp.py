@@ -12,6 +12,7 @@ in the reference loss.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import jax
 
@@ -43,7 +44,15 @@ class MLPConfig:
 
 
 MLPState = core.TrainState
-MLPHyper = core.hyper_class(MLPConfig)
+
+
+class MLPHyper(NamedTuple):
+    """The traced hyperparameters of MLPConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    temperature: jax.Array
 
 
 def l2_weight(spec: ProblemSpec, config: MLPConfig, num_seen: jax.Array) -> jax.Array:

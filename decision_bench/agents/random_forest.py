@@ -101,7 +101,12 @@ class RandomForestState(NamedTuple):
     forest: Forest  # grown on them by the last update
 
 
-RandomForestHyper = core.hyper_class(RandomForestConfig)
+class RandomForestHyper(NamedTuple):
+    """The traced hyperparameters of RandomForestConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    probability_clip: jax.Array
+    temperature: jax.Array
 
 
 def max_nodes(capacity: int) -> int:
