@@ -6,7 +6,7 @@ Importing the package registers the Gymnasium ids ``decision_bench/NeuralBandit-
 
 from decision_bench import priors
 from decision_bench._src.devices import use_cpu_cores
-from decision_bench.bandit import ThompsonPolicy, run_bandit
+from decision_bench.bandit import BanditLoopConfig, ThompsonPolicy, run_bandit
 from decision_bench.envs import make_testbed_problem
 from decision_bench.envs.registration import register_envs
 from decision_bench.specs import ProblemSpec
@@ -16,6 +16,7 @@ __version__ = "0.2.0"
 ENV_IDS = register_envs()
 
 __all__ = [
+    "BanditLoopConfig",
     "ENV_IDS",
     "ProblemSpec",
     "ThompsonPolicy",

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 
 
 def check_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int,)) and not _is_integral(value):
+    if isinstance(value, bool) or not isinstance(value, (int,)) and not is_integral(value):
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     value = int(value)
     if value < minimum:
@@ -19,7 +19,7 @@ def check_int(name: str, value: Any, minimum: int = 1) -> int:
     return value
 
 
-def _is_integral(value: Any) -> bool:
+def is_integral(value: Any) -> bool:
     try:
         import numpy as np
 
@@ -36,21 +36,25 @@ def check_nonnegative(name: str, value: Any) -> float:
     return _check_number(name, value, ">= 0", lambda number: number >= 0)
 
 
+def check_finite(name: str, value: Any) -> float:
+    return _check_number(name, value, "", lambda number: True)
+
+
 def _check_number(name: str, value: Any, bound: str, accepts: Callable[[float], bool]) -> float:
     """float(value) when it is a finite number that ``accepts``; else one line naming
-    ``name`` and the ``bound`` it must meet."""
+    ``name`` and the ``bound`` it must meet ("" for none)."""
     try:
         number = float(value)
     except (TypeError, ValueError):
         number = math.nan  # not a number: refused below, with the value as given
     if not math.isfinite(number) or not accepts(number):
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+        raise ValueError(f"{name} must be a finite number{' ' + bound if bound else ''}, got {value!r}")
     return number
 
 
 def check_seed_list(seeds: Any) -> tuple[int, ...]:
     """Seeds 0..n-1 for a count n >= 1, or the given seeds: distinct integers >= 0."""
-    if isinstance(seeds, int) and not isinstance(seeds, bool) or _is_integral(seeds):
+    if isinstance(seeds, int) and not isinstance(seeds, bool) or is_integral(seeds):
         return tuple(range(check_int("seeds", seeds, 1)))
     values = tuple(check_int("seeds", s, 0) for s in seeds)
     if not values or len(set(values)) != len(values):
@@ -73,7 +77,7 @@ def check_sizes(name: str, value: Any) -> tuple[int, ...]:
             f"{name} must be a non-empty sequence of positive integers, got {value!r}"
         ) from None
     if not sizes or any(
-        isinstance(s, bool) or not (isinstance(s, int) or _is_integral(s)) or s < 1 for s in sizes
+        isinstance(s, bool) or not (isinstance(s, int) or is_integral(s)) or s < 1 for s in sizes
     ):
         raise ValueError(f"{name} must be a non-empty sequence of positive integers, got {value!r}")
     return tuple(int(s) for s in sizes)
@@ -82,7 +86,7 @@ def check_sizes(name: str, value: Any) -> tuple[int, ...]:
 def check_optional_int(name: str, value: Any, minimum: int = 1) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not (isinstance(value, int) or _is_integral(value)) or value < minimum:
+    if isinstance(value, bool) or not (isinstance(value, int) or is_integral(value)) or value < minimum:
         raise ValueError(f"{name} must be None or an integer >= {minimum}, got {value!r}")
     return int(value)
 
@@ -134,6 +138,6 @@ def check_seed(name: str, value: Any) -> int:
     """An integer seed in [0, 2**63 - 1]: non-negative as gymnasium requires, and
     within the signed 64-bit integer ``jax.random.key`` converts it to (a larger
     one overflowed inside JAX)."""
-    if isinstance(value, bool) or not (isinstance(value, int) or _is_integral(value)) or not 0 <= value <= MAX_SEED:
+    if isinstance(value, bool) or not (isinstance(value, int) or is_integral(value)) or not 0 <= value <= MAX_SEED:
         raise ValueError(f"{name} must be an integer in [0, 2**63 - 1], got {value!r}")
     return int(value)

@@ -24,7 +24,8 @@ An agent is built from a name, a ProblemSpec and a config (``agents.make``):
 The PRNG key always comes first, as in gymnax and this project's env API, so
 every random function in the project reads ``f(key, ...)`` (before 0.2 the order
 was ``init(key, spec)``, ``update(state, batch, key)``, ``sample_logits(state,
-key, x)``; ``Agent`` refuses a user's function that clearly follows it).
+key, x)``; ``Agent`` refuses a user's function that clearly follows it, with
+``_src.deprecations.refuse_pre_0_2_order``).
 
 ``num_steps`` is the default number of SGD steps for ``fit`` on a fixed data set;
 ``update_mode`` says how the bandit feeds ``update`` ("replay" or "online").
@@ -33,11 +34,12 @@ key, x)``; ``Agent`` refuses a user's function that clearly follows it).
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+
+from decision_bench._src import deprecations
 
 
 class Batch(NamedTuple):
@@ -63,35 +65,6 @@ def _as_pytree_function(fn: Any) -> Any:
 
 # The key-first order of each function, named in the error for an old-order one.
 _NEW_ORDER = {"init": "(key)", "update": "(key, state, batch)", "sample_logits": "(key, state, x)"}
-_OLD_FIRST_NAMES = ("state", "params")
-
-
-def _check_key_first(field: str, fn: Any) -> None:
-    """Raises ValueError when a user's plain function clearly follows the pre-0.2
-    order (``init(key, spec)``, ``update(state, batch, key)``,
-    ``sample_logits(state, key, x)``), which would otherwise run with its arguments
-    swapped. Functions already wrapped in a Partial (the built-in families) and
-    callables whose signature cannot be read are not checked."""
-    if field not in _NEW_ORDER or fn is None or isinstance(fn, jax.tree_util.Partial):
-        return
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return
-    positional = [
-        p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    got = None
-    if field == "init":
-        required = [p for p in positional if p.default is p.empty]
-        if len(required) == 2:
-            got = f"a function with 2 required positional parameters {tuple(p.name for p in required)}"
-    elif positional and positional[0].name in _OLD_FIRST_NAMES:
-        got = f"a function whose first parameter is {positional[0].name!r}"
-    if got is not None:
-        raise ValueError(
-            f"Agent.{field} takes {_NEW_ORDER[field]} since decision_bench 0.2 (key first); got {got}"
-        )
 
 
 def _is_key(value: Any) -> bool:
@@ -169,7 +142,10 @@ class Agent:
 
     def __post_init__(self):
         for field in _FUNCTIONS:
-            _check_key_first(field, getattr(self, field))
+            fn = getattr(self, field)
+            # Functions already wrapped in a Partial (the built-in families) are not checked.
+            if field in _NEW_ORDER and fn is not None and not isinstance(fn, jax.tree_util.Partial):
+                deprecations.refuse_pre_0_2_order(field, fn, _NEW_ORDER[field])
             object.__setattr__(self, field, _as_pytree_function(getattr(self, field)))
         if self.update_mode not in UPDATE_MODES:
             raise ValueError(f"update_mode must be one of {list(UPDATE_MODES)}, got {self.update_mode!r}")
@@ -178,8 +154,8 @@ class Agent:
         """A copy with some fields changed (functions, num_steps, name, update_mode)."""
         return dataclasses.replace(self, **changes)
 
-    # The record was a NamedTuple before it became a pytree dataclass; keep its copy method.
-    _replace = replace
+    # The record was a NamedTuple before it became a pytree dataclass: its copy method, until 0.4.
+    _replace = deprecations.method_alias("Agent", "_replace", "replace")
 
 
 jax.tree_util.register_dataclass(

@@ -57,7 +57,11 @@ class UniformConfig:
         check_common(self)
 
 
-UniformHyper = core.hyper_class(UniformConfig)
+class UniformHyper(NamedTuple):
+    """The traced hyperparameters of UniformConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    temperature: jax.Array
 
 
 @core.cached_functions
@@ -91,7 +95,11 @@ class PriorConfig:
         check_choice("activation", self.activation, ACTIVATIONS)
 
 
-PriorHyper = core.hyper_class(PriorConfig)  # temperature: the raw prior logits are divided by it
+class PriorHyper(NamedTuple):
+    """The traced hyperparameters of PriorConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    temperature: jax.Array  # the raw prior logits are divided by it
 
 
 @core.cached_functions
@@ -128,7 +136,15 @@ class LogisticConfig:
 
 
 LogisticState = core.TrainState  # params: flax Dense params, kernel [d, C], bias [C]
-LogisticHyper = core.hyper_class(LogisticConfig)
+
+
+class LogisticHyper(NamedTuple):
+    """The traced hyperparameters of LogisticConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    temperature: jax.Array
 
 
 def l2_weight(spec: ProblemSpec, config: LogisticConfig, num_seen: jax.Array) -> jax.Array:

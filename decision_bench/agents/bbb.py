@@ -129,7 +129,16 @@ class BBBState(NamedTuple):
     opt_state: Any  # optax.adam state
 
 
-BBBHyper = core.hyper_class(BBBConfig)
+class BBBHyper(NamedTuple):
+    """The traced hyperparameters of BBBConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    learning_rate: jax.Array
+    sigma_1: jax.Array
+    sigma_2: jax.Array
+    mixture_weight: jax.Array
+    kl_scale: jax.Array
+    temperature: jax.Array
 
 
 def prior_form(mixture_weight: float) -> str:

@@ -67,7 +67,13 @@ def _logits(p: jax.Array) -> jax.Array:
     return jnp.stack([jnp.log1p(-p), jnp.log(p)], axis=-1)
 
 
-BetaBernoulliHyper = core.hyper_class(BetaBernoulliConfig)
+class BetaBernoulliHyper(NamedTuple):
+    """The traced hyperparameters of BetaBernoulliConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    prior_alpha: jax.Array
+    prior_beta: jax.Array
+    temperature: jax.Array
 
 
 @core.cached_functions

@@ -64,12 +64,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import sys
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from decision_bench._src import deprecations
 from decision_bench.agents._src.checks import check_batch_dim, check_input_dim
 from decision_bench.agents._src.losses import cross_entropy, sum_of_squares
 from decision_bench.agents.base import Agent, Batch, check_key_argument
@@ -121,12 +123,24 @@ def traced_fields(config: Any) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=None)
 def hyper_class(config_class: type) -> type:
     """The NamedTuple of a config class's traced hyperparameters and ``temperature``
-    (the problem's beta), each a [] f32. Named ``<Family>Hyper`` and placed in the
-    config's module, so a family module that binds it to that name at module level
-    (``MLPHyper = hyper_class(MLPConfig)``) keeps it picklable."""
+    (the problem's beta), each a [] f32, named ``<Family>Hyper``.
+
+    A family declares it in its config's module as a plain NamedTuple (so "go to
+    definition" on ``hyper.l2`` lands on code); this returns that class after checking
+    that its fields are the config's traced fields and ``temperature``, in that order
+    (TypeError naming both otherwise). A config whose module declares none (a user's
+    family) gets one built here, placed in the config's module."""
     name = config_class.__name__.removesuffix("Config") + "Hyper"
-    fields = [(field, jax.Array) for field in (*traced_fields(config_class), "temperature")]
-    cls = NamedTuple(name, fields)
+    expected = (*traced_fields(config_class), "temperature")
+    declared = getattr(sys.modules.get(config_class.__module__), name, None)
+    if declared is not None:
+        if getattr(declared, "_fields", None) != expected:
+            raise TypeError(
+                f"{config_class.__module__}.{name} must have the fields {expected} (the traced fields "
+                f"of {config_class.__name__} and temperature), got {getattr(declared, '_fields', None)}"
+            )
+        return declared
+    cls = NamedTuple(name, [(field, jax.Array) for field in expected])
     cls.__module__ = config_class.__module__
     cls.__doc__ = (
         f"The traced hyperparameters of {config_class.__name__} and the problem's "
@@ -290,9 +304,8 @@ def with_hyper(agent: Agent, hyper: Any) -> Agent:
     )
 
 
-# The names these had before the vocabulary was fixed (CHANGELOG.md).
-hyperparameters_of = hyper_of
-with_hyperparameters = with_hyper
+# The names hyper_of and with_hyper had before the vocabulary was fixed, until 0.4.
+__getattr__ = deprecations.module_getattr(__name__)
 
 
 # -------------------------------------------------------------------- training

@@ -28,7 +28,7 @@
    are not products of marginals.
 
 The kernel matrix needs every training input under the final network, so the
-state also stores the training rows (agents/_data_buffer.py, ``spec.num_train``
+state also stores the training rows (agents/data_buffer.py, ``spec.num_train``
 rows), and ``sample_logits`` builds M and its Cholesky factor from them (m x m,
 m = 50: cheap, and independent of the key, so a vmap over keys computes it
 once). ``fit`` hands it the whole training set after the gradient steps
@@ -44,14 +44,14 @@ and the problem's temperature.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import check_positive
-from decision_bench.agents import _data_buffer
-from decision_bench.agents._map_network import MapState, map_training
+from decision_bench.agents import data_buffer
+from decision_bench.agents.map_network import MapState, map_training
 from decision_bench.agents._src.checks import check_common
 from decision_bench.agents._src.networks import relu_features, relu_mlp
 from decision_bench.agents.base import Agent
@@ -88,7 +88,15 @@ class DeepKernelConfig:
 DeepKernelState = MapState
 
 
-DeepKernelHyper = core.hyper_class(DeepKernelConfig)
+class DeepKernelHyper(NamedTuple):
+    """The traced hyperparameters of DeepKernelConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    scale_factor: jax.Array
+    sigma_squared_factor: jax.Array
+    temperature: jax.Array
 
 
 def features(params: Any, x: jax.Array) -> jax.Array:
@@ -142,7 +150,7 @@ def _functions(
         """Stores the first num_train rows of data (x [rows, d], y [rows]) for the kernel."""
         del hyper, key  # the network is trained by update
         return state._replace(
-            data=_data_buffer.from_dataset(capacity, data, num_train),
+            data=data_buffer.from_dataset(capacity, data, num_train),
             num_seen=jnp.asarray(num_train, jnp.float32),
         )
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -111,7 +111,16 @@ class DropoutMLP(nn.Module):
 
 
 DropoutState = core.TrainState  # params: flax params of DropoutMLP
-DropoutHyper = core.hyper_class(DropoutConfig)
+
+
+class DropoutHyper(NamedTuple):
+    """The traced hyperparameters of DropoutConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    dropout_rate: jax.Array
+    length_scale: jax.Array
+    learning_rate: jax.Array
+    temperature: jax.Array
 
 
 def l2_weight(spec: ProblemSpec, config: DropoutConfig, num_seen: jax.Array) -> jax.Array:

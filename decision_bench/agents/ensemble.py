@@ -105,8 +105,23 @@ class EnsemblePlusState(NamedTuple):
     bootstrap_weights: jax.Array  # [M, L] f32, mean 1 (L = 1 for "none")
 
 
-EnsembleHyper = core.hyper_class(EnsembleConfig)
-EnsemblePlusHyper = core.hyper_class(EnsemblePlusConfig)
+class EnsembleHyper(NamedTuple):
+    """The traced hyperparameters of EnsembleConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    temperature: jax.Array
+
+
+class EnsemblePlusHyper(NamedTuple):
+    """The traced hyperparameters of EnsemblePlusConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    prior_scale: jax.Array
+    temperature: jax.Array
 
 
 def l2_weight(spec: ProblemSpec, config: EnsembleConfig, num_seen: jax.Array) -> jax.Array:

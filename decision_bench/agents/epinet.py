@@ -99,7 +99,15 @@ class EpinetState(NamedTuple):
     prior: tuple  # D stacked prior MLPs, every leaf with a leading [D] axis; fixed
 
 
-EpinetHyper = core.hyper_class(EpinetConfig)
+class EpinetHyper(NamedTuple):
+    """The traced hyperparameters of EpinetConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    prior_scale: jax.Array
+    l2: jax.Array
+    l2_exponent: jax.Array
+    learning_rate: jax.Array
+    temperature: jax.Array
 
 
 def l2_weight(spec: ProblemSpec, config: EpinetConfig, num_seen: jax.Array) -> jax.Array:

@@ -84,7 +84,15 @@ class HypermodelState(NamedTuple):
     prior_a: jax.Array  # [P_prior, D] f32: fixed random prior hypermodel
 
 
-HypermodelHyper = core.hyper_class(HypermodelConfig)
+class HypermodelHyper(NamedTuple):
+    """The traced hyperparameters of HypermodelConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    prior_scale: jax.Array
+    prior_temperature_power: jax.Array
+    l2: jax.Array
+    learning_rate: jax.Array
+    temperature: jax.Array
 
 
 def l2_weight(spec: ProblemSpec, config: HypermodelConfig, num_seen: jax.Array) -> jax.Array:

@@ -25,7 +25,7 @@ we add no fake row per class at the origin (a workaround for scikit-learn's clas
 bookkeeping there, which also moves predictions near 0 at small T).
 
 Training data. The state stores the training rows in a buffer of
-``spec.num_train`` rows (agents/_data_buffer.py): ``fit`` hands it the whole
+``spec.num_train`` rows (agents/data_buffer.py): ``fit`` hands it the whole
 training set (``fit_data``; no update steps), and ``update`` stores each example
 of a batch at its position ``Batch.index``. In the bandit the record says
 ``update_mode="online"``: each observation is stored once, at its replay position.
@@ -43,8 +43,8 @@ import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import check_choice
-from decision_bench.agents import _data_buffer
-from decision_bench.agents._data_buffer import DataBuffer
+from decision_bench.agents import data_buffer
+from decision_bench.agents.data_buffer import DataBuffer
 from decision_bench.agents._src.checks import at_least, check_config
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
@@ -89,7 +89,12 @@ class KNNState(NamedTuple):
     data: DataBuffer  # the training rows seen so far
 
 
-KNNHyper = core.hyper_class(KNNConfig)
+class KNNHyper(NamedTuple):
+    """The traced hyperparameters of KNNConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    probability_clip: jax.Array
+    temperature: jax.Array
 
 
 def clipped_logits(probs: jax.Array, clip: jax.Array) -> jax.Array:
@@ -136,17 +141,17 @@ def _functions(
 
     def init(hyper: Any, key: jax.Array) -> KNNState:
         del hyper, key  # nothing random: an empty store
-        return KNNState(data=_data_buffer.empty(capacity, input_dim))
+        return KNNState(data=data_buffer.empty(capacity, input_dim))
 
     def update(hyper: Any, key: jax.Array, state: KNNState, batch: Batch) -> KNNState:
         """Stores the batch's examples at their positions (no other learning)."""
         del hyper, key
-        return KNNState(data=_data_buffer.write(state.data, batch))
+        return KNNState(data=data_buffer.write(state.data, batch))
 
     def fit_data(hyper: Any, key: jax.Array, state: KNNState, data: Dataset, num_train: jax.Array) -> KNNState:
         """Stores the first num_train rows of data (x [rows, d], y [rows])."""
         del hyper, key, state
-        return KNNState(data=_data_buffer.from_dataset(capacity, data, num_train))
+        return KNNState(data=data_buffer.from_dataset(capacity, data, num_train))
 
     def member_logits(hyper: Any, state: KNNState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [1, n, C]: one classifier, an ensemble of one."""

@@ -22,7 +22,7 @@
    One delta serves all n inputs, so a draw is joint across inputs.
 
 The Hessian needs every training input under the final network, so the state
-stores the training rows at their ``Batch.index`` positions (agents/_data_buffer.py,
+stores the training rows at their ``Batch.index`` positions (agents/data_buffer.py,
 ``spec.num_train`` rows; in the bandit the replay positions drawn so far), and
 ``sample_logits`` builds H and its Cholesky factor from them; H does not depend
 on the key, so a vmap over keys computes it once.
@@ -35,14 +35,14 @@ temperature.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import check_positive
 from decision_bench.agents import core
-from decision_bench.agents._map_network import MapState, map_training
+from decision_bench.agents.map_network import MapState, map_training
 from decision_bench.agents._src.checks import check_config
 from decision_bench.agents._src.networks import relu_features, relu_mlp
 from decision_bench.agents.base import Agent
@@ -70,7 +70,14 @@ class LaplaceConfig:
 LaplaceState = MapState
 
 
-LaplaceHyper = core.hyper_class(LaplaceConfig)
+class LaplaceHyper(NamedTuple):
+    """The traced hyperparameters of LaplaceConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    posterior_scale: jax.Array
+    temperature: jax.Array
 
 
 def last_layer_features(params: tuple, x: jax.Array) -> jax.Array:
@@ -104,7 +111,7 @@ def _posterior_factor(hyper: Any, state: LaplaceState, input_dim: int, mode: str
 
 
 @core.cached_functions
-def _functions(
+def laplace_functions(
     *, hidden_sizes: tuple[int, ...], input_dim: int, num_classes: int, capacity: int, regularization: str
 ):
     """laplace's functions for one static setting."""
@@ -124,7 +131,7 @@ def _functions(
 
 def make_laplace(spec: ProblemSpec, config: LaplaceConfig) -> Agent:
     # No member_logits: the last layer's posterior is continuous.
-    return core.make_agent(_functions, spec, config, name="laplace", capacity=spec.num_train)
+    return core.make_agent(laplace_functions, spec, config, name="laplace", capacity=spec.num_train)
 
 
 ENTRIES = (AgentEntry("laplace", LaplaceConfig, make_laplace, colour="#9edae5", since="issue 23"),)

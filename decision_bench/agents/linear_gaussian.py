@@ -73,7 +73,14 @@ class LinearGaussianState(NamedTuple):
     count: jax.Array  # [] f32: n, observations so far
 
 
-LinearGaussianHyper = core.hyper_class(LinearGaussianConfig)
+class LinearGaussianHyper(NamedTuple):
+    """The traced hyperparameters of LinearGaussianConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    prior_a: jax.Array
+    prior_b: jax.Array
+    prior_precision: jax.Array
+    temperature: jax.Array
 
 
 def posterior(hyper: Any, state: LinearGaussianState):

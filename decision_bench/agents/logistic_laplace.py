@@ -16,6 +16,9 @@ learning_rate, posterior_scale and the problem's temperature.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
+
+import jax
 
 from decision_bench._src.validation import check_positive
 from decision_bench.agents import core, laplace
@@ -38,13 +41,22 @@ class LogisticLaplaceConfig(LogisticConfig):
 
 
 LogisticLaplaceState = laplace.LaplaceState
-LogisticLaplaceHyper = core.hyper_class(LogisticLaplaceConfig)
+
+
+class LogisticLaplaceHyper(NamedTuple):
+    """The traced hyperparameters of LogisticLaplaceConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    posterior_scale: jax.Array
+    temperature: jax.Array
 
 
 def make_logistic_laplace(spec: ProblemSpec, config: LogisticLaplaceConfig) -> Agent:
     # laplace's functions with no hidden layer: its features are (x, 1).
     return core.make_agent(
-        laplace._functions, spec, config, name="logistic_laplace", hidden_sizes=(), capacity=spec.num_train
+        laplace.laplace_functions, spec, config, name="logistic_laplace", hidden_sizes=(), capacity=spec.num_train
     )
 
 

@@ -12,20 +12,22 @@ in the reference loss.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import jax
 
-from decision_bench.agents._src.checks import check_common
-from decision_bench.agents._src.losses import cross_entropy, sum_of_squares
-from decision_bench.agents._src.networks import MLP
+from decision_bench._src import deprecations
+from decision_bench.agents._src import checks, networks
 from decision_bench.agents.base import Agent
 from decision_bench.agents import core
 from decision_bench.agents.entry import AgentEntry, TestFacts
 from decision_bench.specs import ProblemSpec
 
-# Kept importable from here for code written before agents/_src held them.
-__all__ = ["MLP", "MLPConfig", "MLPHyper", "MLPState", "check_common", "cross_entropy",
-           "sum_of_squares", "l2_weight", "make_mlp"]
+__all__ = ["MLPConfig", "MLPHyper", "MLPState", "l2_weight", "make_mlp"]
+
+# MLP, check_common, cross_entropy and sum_of_squares, importable from here for code
+# written before agents/_src held them, until 0.4.
+__getattr__ = deprecations.module_getattr(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,11 +40,19 @@ class MLPConfig:
     num_steps: int = 1000  # default SGD steps for fit
 
     def __post_init__(self):
-        check_common(self)
+        checks.check_common(self)
 
 
 MLPState = core.TrainState
-MLPHyper = core.hyper_class(MLPConfig)
+
+
+class MLPHyper(NamedTuple):
+    """The traced hyperparameters of MLPConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    temperature: jax.Array
 
 
 def l2_weight(spec: ProblemSpec, config: MLPConfig, num_seen: jax.Array) -> jax.Array:
@@ -54,7 +64,7 @@ def l2_weight(spec: ProblemSpec, config: MLPConfig, num_seen: jax.Array) -> jax.
 def _functions(*, hidden_sizes: tuple[int, ...], num_classes: int, input_dim: int, regularization: str):
     """The mlp's functions for one static setting."""
     return core.point_estimate(
-        MLP(hidden_sizes, num_classes), input_dim=input_dim, regularization=regularization
+        networks.MLP(hidden_sizes, num_classes), input_dim=input_dim, regularization=regularization
     )
 
 

@@ -25,7 +25,7 @@ vmaps (the callback runs once per batch element, ``vmap_method="sequential"``).
 The forest is a deterministic function of the update's key: the callback gets
 32 random bits from it as scikit-learn's ``random_state``.
 
-Training data: as knn (agents/_data_buffer.py), the rows are stored in a buffer
+Training data: as knn (agents/data_buffer.py), the rows are stored in a buffer
 of ``spec.num_train`` rows and the forest is grown on every row stored. ``fit``
 hands it the whole training set (``fit_data``: one forest, no update steps);
 ``update`` stores a batch's examples at their positions ``Batch.index`` and
@@ -52,8 +52,8 @@ import numpy as np
 
 from decision_bench._src.extras import require_extra
 from decision_bench._src.validation import check_choice
-from decision_bench.agents import _data_buffer
-from decision_bench.agents._data_buffer import DataBuffer
+from decision_bench.agents import data_buffer
+from decision_bench.agents.data_buffer import DataBuffer
 from decision_bench.agents._src.checks import at_least, check_config
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents import core
@@ -101,7 +101,12 @@ class RandomForestState(NamedTuple):
     forest: Forest  # grown on them by the last update
 
 
-RandomForestHyper = core.hyper_class(RandomForestConfig)
+class RandomForestHyper(NamedTuple):
+    """The traced hyperparameters of RandomForestConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    probability_clip: jax.Array
+    temperature: jax.Array
 
 
 def max_nodes(capacity: int) -> int:
@@ -219,7 +224,7 @@ def _functions(
         del hyper, key  # an empty store and one-leaf trees: uniform predictions
         leaf = _leaf_forest(num_trees, num_nodes, num_classes)
         return RandomForestState(
-            data=_data_buffer.empty(capacity, input_dim),
+            data=data_buffer.empty(capacity, input_dim),
             forest=Forest(**{name: jnp.asarray(a) for name, a in leaf.items()}),
         )
 
@@ -236,14 +241,14 @@ def _functions(
     ) -> RandomForestState:
         """Stores the batch's examples, then regrows the forest on every row seen."""
         del hyper
-        return grown(key, _data_buffer.write(state.data, batch))
+        return grown(key, data_buffer.write(state.data, batch))
 
     def fit_data(
         hyper: Any, key: jax.Array, state: RandomForestState, data: Dataset, num_train: jax.Array
     ) -> RandomForestState:
         """Grows the forest on the first num_train rows of data (x [rows, d], y [rows])."""
         del hyper, state
-        return grown(key, _data_buffer.from_dataset(capacity, data, num_train))
+        return grown(key, data_buffer.from_dataset(capacity, data, num_train))
 
     def member_logits(hyper: Any, state: RandomForestState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [1, n, C]: one classifier, an ensemble of one."""

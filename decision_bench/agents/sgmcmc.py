@@ -138,8 +138,24 @@ class SGMCMCState(NamedTuple):
     step: jax.Array  # [] i32: updates done so far
 
 
-SGMCMCHyper = core.hyper_class(SGMCMCConfig)
-SGMCMCQuickHyper = core.hyper_class(SGMCMCQuickConfig)
+class SGMCMCHyper(NamedTuple):
+    """The traced hyperparameters of SGMCMCConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    learning_rate: jax.Array
+    prior_variance: jax.Array
+    momentum: jax.Array
+    temperature: jax.Array
+
+
+class SGMCMCQuickHyper(NamedTuple):
+    """The traced hyperparameters of SGMCMCQuickConfig and the problem's temperature, each a
+    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
+
+    learning_rate: jax.Array
+    prior_variance: jax.Array
+    momentum: jax.Array
+    temperature: jax.Array
 
 
 def _prior_weight(hyper: Any, num_seen: jax.Array, *, input_dim: int, mode: str) -> jax.Array:

@@ -42,11 +42,11 @@ from decision_bench.analysis.correlation import (
     percentile_interval,
 )
 from decision_bench.analysis.figures import (
-    _agent_order,
-    _caption,
-    _new_figure,
-    _save,
-    _skip,
+    agent_order,
+    figure_caption,
+    new_figure,
+    save_figure,
+    skip_figure,
     agent_colour,
     place_point_labels,
     readable_log_ticks,
@@ -181,12 +181,12 @@ def plot_fidelity(
     one labelled point per agent, +-1 stderr in y; the HMC floor dashed."""
     distances = [d for d in DISTANCES if d in table and pd.to_numeric(table[d], errors="coerce").notna().any()]
     if table.empty or not distances:
-        return _skip(stem, "needs testbed rows with tau 10 and the fidelity columns (testbed --reference)")
-    fig, axes = _new_figure(4.2 * len(distances), 3.8, ncols=len(distances))
+        return skip_figure(stem, "needs testbed rows with tau 10 and the fidelity columns (testbed --reference)")
+    fig, axes = new_figure(4.2 * len(distances), 3.8, ncols=len(distances))
     labelled = []
     for ax, distance in zip(axes, distances):
         shown = []
-        for agent in _agent_order(table["agent"]):
+        for agent in agent_order(table["agent"]):
             row = table[table["agent"] == agent].iloc[0]
             if not (np.isfinite(row[distance]) and np.isfinite(row["dkl_10"])):
                 continue
@@ -199,7 +199,7 @@ def plot_fidelity(
             ax.legend(fontsize=7)
         ax.set_xlabel(DISTANCE_LABELS[distance])
         ax.set_ylabel(f"{METRIC_LABELS['dkl_10']} to the environment")
-    _caption(
+    figure_caption(
         fig,
         "Each point: one agent's means over its testbed problems and seeds; error bars: \u00b11 standard error of "
         "its mean d_KL^10 (sample standard deviation over those rows / sqrt(rows)).",
@@ -212,7 +212,7 @@ def plot_fidelity(
             x, y, names = zip(*shown)
             place_point_labels(ax, x, y, names, draw=not drawn)
             drawn = True
-    return _save(fig, directory, stem)
+    return save_figure(fig, directory, stem)
 
 
 def _fmt(value) -> str:

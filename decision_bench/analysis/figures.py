@@ -24,7 +24,7 @@ from decision_bench._src.files import atomic_write
 from decision_bench.agents.registry import ENTRIES
 from decision_bench.analysis.correlation import CorrelationResult, interval_text
 from decision_bench.analysis.inputs import failed_rows
-from decision_bench.analysis.join import METRIC_LABELS, PROBLEM_COLUMNS, _finite_kl, metric_rows, present
+from decision_bench.analysis.join import METRIC_LABELS, PROBLEM_COLUMNS, finite_kl_rows, metric_rows, present
 
 __all__ = [
     "AGENT_COLOURS",
@@ -67,14 +67,14 @@ def agent_colour(name: str) -> str:
     return "#{:02x}{:02x}{:02x}".format(*(round(255 * c) for c in (red, green, blue)))
 
 
-def _caption(fig, text: str, width_inches: float) -> None:
+def figure_caption(fig, text: str, width_inches: float) -> None:
     """A footnote under the axes saying what the marks and error bars are. Drawn as
     the figure's supxlabel, so constrained layout keeps room for it."""
     chars = max(40, int(width_inches * 16))  # about 16 characters of 7-point text per inch
     fig.supxlabel("\n".join(textwrap.wrap(text, chars)), fontsize=7, color="0.25")
 
 
-def _new_figure(width: float, height: float, ncols: int = 1):
+def new_figure(width: float, height: float, ncols: int = 1):
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -86,7 +86,7 @@ def _new_figure(width: float, height: float, ncols: int = 1):
     return fig, axes
 
 
-def _save(fig, directory: Path, stem: str) -> list[Path]:
+def save_figure(fig, directory: Path, stem: str) -> list[Path]:
     paths = []
     for fmt in FORMATS:
         # Atomically: an interrupted savefig leaves the previous figure, not half a file.
@@ -98,12 +98,12 @@ def _save(fig, directory: Path, stem: str) -> list[Path]:
     return paths
 
 
-def _skip(stem: str, reason: str) -> list[Path]:
+def skip_figure(stem: str, reason: str) -> list[Path]:
     warnings.warn(f"figure {stem} skipped: {reason}", RuntimeWarning, stacklevel=3)
     return []
 
 
-def _agent_order(agents) -> list[str]:
+def agent_order(agents) -> list[str]:
     """mlp first (the reference), the rest alphabetically."""
     agents = sorted(set(map(str, agents)))
     return (["mlp"] if "mlp" in agents else []) + [a for a in agents if a != "mlp"]
@@ -130,7 +130,7 @@ def normalised_kl_table(testbed: pd.DataFrame) -> pd.DataFrame:
     columns = ["metric", "agent", "mean", "stderr", "normalised", "normalised_stderr", "n", "paired"]
     out = []
     for metric in ("dkl_1", "dkl_10"):
-        rows = _finite_kl(metric_rows(testbed, metric), metric)
+        rows = finite_kl_rows(metric_rows(testbed, metric), metric)
         if rows.empty:
             continue
         rows = rows.assign(agent=rows["agent"].astype(str))
@@ -162,11 +162,11 @@ def plot_normalised_kl(testbed: pd.DataFrame, directory: Path, stem: str = "fig2
     """Fig. 2: per-agent d_KL^1 and d_KL^10 normalised so that mlp = 1, +-1 stderr."""
     table = normalised_kl_table(testbed)
     if table.empty:
-        return _skip(stem, "needs testbed rows for agent 'mlp' with tau 1 or 10 and a mean d_KL > 0")
-    agents = _agent_order(table["agent"])
+        return skip_figure(stem, "needs testbed rows for agent 'mlp' with tau 1 or 10 and a mean d_KL > 0")
+    agents = agent_order(table["agent"])
     metrics = [m for m in ("dkl_1", "dkl_10") if m in set(table["metric"])]
     width_inches = max(5.0, 0.8 * len(agents) + 2)
-    fig, (ax,) = _new_figure(width_inches, 3.8)
+    fig, (ax,) = new_figure(width_inches, 3.8)
     width = 0.8 / len(metrics)
     x = np.arange(len(agents))
     colours = [agent_colour(a) for a in agents]
@@ -201,7 +201,7 @@ def plot_normalised_kl(testbed: pd.DataFrame, directory: Path, stem: str = "fig2
     ax.set_ylabel("d_KL / d_KL(mlp)")
     ax.set_title("Marginal (tau=1) and joint (tau=10) d_KL, mlp = 1", fontsize=10)
     ax.legend()
-    _caption(
+    figure_caption(
         fig,
         "Bars: each agent's mean d_KL over the testbed problems (setting and seed) it shares with mlp "
         f"({_count_range(sizes)} per agent and metric), divided by mlp's mean on them. Error bars: \u00b11 "
@@ -209,7 +209,7 @@ def plot_normalised_kl(testbed: pd.DataFrame, directory: Path, stem: str = "fig2
         "/ sqrt(problems) / mlp's mean)" + unpaired_note + ".",
         width_inches,
     )
-    return _save(fig, directory, stem)
+    return save_figure(fig, directory, stem)
 
 
 def plot_regret_vs_kl(
@@ -228,9 +228,9 @@ def plot_regret_vs_kl(
     rows = joined[joined["metric"] == metric]
     rows = rows[(rows["kl"] > 0) & (rows["regret"] > 0)]
     if len(rows) < 2:
-        return _skip(stem, f"fewer than 2 positive points for {metric}")
-    fig, (ax,) = _new_figure(5.0, 4.4)
-    for agent in _agent_order(rows["agent"]):
+        return skip_figure(stem, f"fewer than 2 positive points for {metric}")
+    fig, (ax,) = new_figure(5.0, 4.4)
+    for agent in agent_order(rows["agent"]):
         sub = rows[rows["agent"] == agent]
         ax.scatter(sub["kl"], sub["regret"], label=agent, s=18, color=agent_colour(agent))
     lx, ly = np.log(rows["kl"].to_numpy(float)), np.log(rows["regret"].to_numpy(float))
@@ -249,7 +249,7 @@ def plot_regret_vs_kl(
         fontsize=9,
     )
     ax.legend(fontsize=7)
-    _caption(
+    figure_caption(
         fig,
         "Each point: one (agent, seed): the bandit run's final regret against the testbed d_KL of that seed; "
         "no error bars. Line: least-squares fit of log regret on log d_KL. Brackets: 90% percentile-bootstrap "
@@ -257,7 +257,7 @@ def plot_regret_vs_kl(
         5.0,
     )
     readable_log_ticks(ax)
-    return _save(fig, directory, stem)
+    return save_figure(fig, directory, stem)
 
 
 def plot_prior_functions(
@@ -272,9 +272,9 @@ def plot_prior_functions(
     """
     agents = [a for a in ("ensemble", "ensemble+") if a in set(testbed["agent"].astype(str))]
     if not agents:
-        return _skip(stem, "needs testbed rows for 'ensemble' or 'ensemble+'")
+        return skip_figure(stem, "needs testbed rows for 'ensemble' or 'ensemble+'")
     if "num_train" not in testbed.columns:
-        return _skip(stem, "needs the testbed column num_train")
+        return skip_figure(stem, "needs the testbed column num_train")
     temps = pd.to_numeric(testbed.get("temperature", pd.Series(np.nan, index=testbed.index)), errors="coerce")
     subset = testbed[np.isclose(temps, temperature)]
     note = f"temperature {temperature:g}"
@@ -282,14 +282,14 @@ def plot_prior_functions(
         subset, note = testbed, "all temperatures"
     metrics = [m for m in ("dkl_1", "dkl_10") if not metric_rows(subset, m).empty]
     if not metrics:
-        return _skip(stem, "needs testbed rows with tau 1 or 10")
+        return skip_figure(stem, "needs testbed rows with tau 1 or 10")
     sizes = pd.to_numeric(subset["num_train"], errors="coerce").dropna().unique()
     single = len(sizes) == 1
     width_inches = (3.2 if single else 4.0) * len(metrics)
-    fig, axes = _new_figure(width_inches, 3.9, ncols=len(metrics))
+    fig, axes = new_figure(width_inches, 3.9, ncols=len(metrics))
     counts = []
     for ax, metric in zip(axes, metrics):
-        rows = _finite_kl(metric_rows(subset, metric), metric)
+        rows = finite_kl_rows(metric_rows(subset, metric), metric)
         for position, agent in enumerate(agents):
             sub = rows[rows["agent"].astype(str) == agent]
             if sub.empty:
@@ -316,9 +316,9 @@ def plot_prior_functions(
     )
     if single:
         text += f" This run has one training-set size (T = {sizes[0]:g}): the paper's figure plots d_KL against T."
-    _caption(fig, text, width_inches)
+    figure_caption(fig, text, width_inches)
     readable_log_ticks(*axes)
-    return _save(fig, directory, stem)
+    return save_figure(fig, directory, stem)
 
 
 _SETTING_SYMBOLS = {"env": "", "input_dim": "d=", "num_actions": "N=", "temperature": "beta="}
@@ -352,15 +352,15 @@ def plot_regret_curves(bandit: pd.DataFrame, directory: Path, stem: str = "fig7_
     """
     rows = bandit[~failed_rows(bandit)]
     if rows.empty:
-        return _skip(stem, "no successful bandit runs")
+        return skip_figure(stem, "no successful bandit runs")
     settings_cols = present(rows, ["env", "dataset", "input_dim", "num_actions", "temperature"])
     panels = list(rows.groupby(settings_cols, dropna=False, sort=True)) if settings_cols else [((), rows)]
     width_inches = 4.5 * len(panels)
-    fig, axes = _new_figure(width_inches, 3.9, ncols=len(panels))
+    fig, axes = new_figure(width_inches, 3.9, ncols=len(panels))
     seeds = []
     for ax, (values, sub) in zip(axes, panels):
         setting = dict(zip(settings_cols, values if isinstance(values, tuple) else (values,)))
-        for agent in _agent_order(sub["agent"]):
+        for agent in agent_order(sub["agent"]):
             runs = sub[sub["agent"].astype(str) == agent]
             seeds.append(runs["seed"].nunique())
             stats = runs.groupby("step")["cumulative_regret"].agg(["mean", "std", "size"]).sort_index()
@@ -372,20 +372,20 @@ def plot_regret_curves(bandit: pd.DataFrame, directory: Path, stem: str = "fig7_
         ax.set_ylabel("cumulative regret")
         ax.set_title(setting_title(setting), fontsize=9)
         ax.legend(fontsize=7)
-    _caption(
+    figure_caption(
         fig,
         f"Lines: mean cumulative regret over {_count_range(seeds)} seeds per agent; bands: \u00b11 standard error "
         "of that mean over seeds.",
         width_inches,
     )
-    return _save(fig, directory, stem)
+    return save_figure(fig, directory, stem)
 
 
 def plot_regret(df: pd.DataFrame, path: Path) -> None:
     """The bandit command's figure: mean cumulative regret against step per agent, +- one
     standard error over seeds, in each agent's fixed colour, titled with the data (a data
     set's name and real feature dimension) and captioned with what the bands are."""
-    fig, (ax,) = _new_figure(6.0, 4.4)
+    fig, (ax,) = new_figure(6.0, 4.4)
     for agent, rows in df.groupby("agent", sort=False):
         curve = rows.groupby("step").cumulative_regret.agg(["mean", "sem"]).fillna(0.0)
         colour = agent_colour(agent)
@@ -405,7 +405,7 @@ def plot_regret(df: pd.DataFrame, path: Path) -> None:
     ax.set_xlabel("step t")
     ax.set_ylabel("cumulative regret")
     ax.legend()
-    _caption(fig, f"Lines: mean cumulative regret over {seeds} seeds; bands: \u00b11 standard error of that mean "
+    figure_caption(fig, f"Lines: mean cumulative regret over {seeds} seeds; bands: \u00b11 standard error of that mean "
              "over seeds.", 6.0)
     atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=120))
 
@@ -424,12 +424,12 @@ def plot_agent_regret_vs_kl(
     """
     order = [m for m in ("dkl_10", "dkl_1", "dkl_10_kappa2") if m in results]
     if not order or agents.empty:
-        return _skip(stem, "no agent-level correlations")
-    fig, axes = _new_figure(4.2 * len(order), 4.2, ncols=len(order))
+        return skip_figure(stem, "no agent-level correlations")
+    fig, axes = new_figure(4.2 * len(order), 4.2, ncols=len(order))
     labelled = []
     for ax, metric in zip(axes, order):
         rows = agents[(agents["metric"] == metric) & (agents["kl"] > 0) & (agents["regret"] > 0)]
-        for agent in _agent_order(rows["agent"]):
+        for agent in agent_order(rows["agent"]):
             sub = rows[rows["agent"] == agent]
             ax.scatter(sub["kl"], sub["regret"], s=24, color=agent_colour(agent), zorder=3)
         labelled.append((ax, rows))
@@ -449,7 +449,7 @@ def plot_agent_regret_vs_kl(
             f"Spearman {interval_text(r.spearman, r.spearman_ci_low, r.spearman_ci_high, 2)}, n={r.n} agents",
             fontsize=8,
         )
-    _caption(
+    figure_caption(
         fig,
         "Each point: one agent: its mean testbed d_KL over all testbed problems and seeds against its mean "
         "final bandit regret over bandit seeds; no error bars. Line: least-squares fit of log regret on log "
@@ -460,7 +460,7 @@ def plot_agent_regret_vs_kl(
     for i, (ax, rows) in enumerate(labelled):
         place_point_labels(ax, rows["kl"].to_numpy(float), rows["regret"].to_numpy(float), rows["agent"].astype(str),
                            draw=i == 0)  # fmt: skip
-    return _save(fig, directory, stem)
+    return save_figure(fig, directory, stem)
 
 
 def plot_leaderboard_regret_vs_dkl10(
@@ -478,8 +478,8 @@ def plot_leaderboard_regret_vs_dkl10(
     yours = set(map(str, yours))
     rows = points[(points["dkl_10"] > 0) & (points["regret"] > 0)]
     if rows.empty:
-        return _skip(stem, "no agent has a positive d_KL^10 and mean final regret")
-    fig, (ax,) = _new_figure(5.2, 4.4)
+        return skip_figure(stem, "no agent has a positive d_KL^10 and mean final regret")
+    fig, (ax,) = new_figure(5.2, 4.4)
     for _, row in rows.iterrows():
         mine = row["agent"] in yours
         ax.scatter(row["dkl_10"], row["regret"], s=90 if mine else 28, marker="*" if mine else "o",
@@ -496,7 +496,7 @@ def plot_leaderboard_regret_vs_dkl10(
     ax.margins(0.12)
     ax.set_xlabel("agent mean testbed d_KL^10 (stored problems)")
     ax.set_ylabel("agent mean final bandit regret")
-    _caption(
+    figure_caption(
         fig,
         "Each point: one agent, its stratified mean d_KL^10 over the stored testbed problems against its mean "
         "final regret over the stored bandit runs. Stars with a black edge: your agents. "
@@ -506,7 +506,7 @@ def plot_leaderboard_regret_vs_dkl10(
     )
     readable_log_ticks(ax)
     place_point_labels(ax, rows["dkl_10"].to_numpy(float), rows["regret"].to_numpy(float), rows["agent"].astype(str))
-    return _save(fig, directory, stem)
+    return save_figure(fig, directory, stem)
 
 
 def all_figures(

@@ -146,7 +146,7 @@ def drop_nonfinite(
     return rows.loc[~bad].assign(**{column: values[~bad]})
 
 
-def _finite_kl(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+def finite_kl_rows(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     return drop_nonfinite(
         rows, "kl",
         lambda bad: f"{metric}: dropping {len(bad)} testbed rows with non-finite kl "
@@ -175,7 +175,7 @@ def testbed_metric_by_seed(testbed: pd.DataFrame, metric: str) -> pd.DataFrame:
     Returns columns agent, seed, kl, num_problems (empty if the metric has no rows).
     """
     _check_columns(testbed, TESTBED_REQUIRED, "testbed table")
-    rows = _finite_kl(metric_rows(testbed, metric), metric)
+    rows = finite_kl_rows(metric_rows(testbed, metric), metric)
     if rows.empty:
         return pd.DataFrame(columns=["agent", "seed", "kl", "num_problems"])
     # Without setting columns the agents' problems cannot be told apart, so not compared.

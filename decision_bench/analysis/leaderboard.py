@@ -58,18 +58,23 @@ def metric_values(testbed: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _paired(mine: pd.DataFrame, theirs: pd.DataFrame, keys, agent: str, baseline: str, what: str) -> pd.DataFrame:
-    """mine and theirs joined on keys (columns suffixed _agent and _baseline); ValueError
-    naming the first problem only one side has: a comparison on partly different problems
-    would not be paired."""
-    both = mine.merge(theirs, on=keys, how="outer", suffixes=("_agent", "_baseline"), indicator=True)
-    unmatched = both[both["_merge"] != "both"]
-    if len(unmatched):
-        first = unmatched.iloc[0]
-        where = ", ".join(f"{k}={first[k]}" for k in keys)
-        side = agent if first["_merge"] == "left_only" else baseline
-        raise ValueError(f"{agent} and {baseline} were not {what}: only {side} has ({where})")
-    return both
+def _pairs(frame: pd.DataFrame, agents, baselines, keys, what: str):
+    """(agent, baseline, both) for every agent and baseline in turn: the two agents'
+    rows of ``frame`` joined on keys (columns suffixed _agent and _baseline); ValueError
+    naming the first problem only one side has: a comparison on partly different
+    problems would not be paired."""
+    for agent in agents:
+        mine = frame[frame["agent"] == agent].drop(columns="agent")
+        for baseline in baselines:
+            theirs = frame[frame["agent"] == baseline].drop(columns="agent")
+            both = mine.merge(theirs, on=keys, how="outer", suffixes=("_agent", "_baseline"), indicator=True)
+            unmatched = both[both["_merge"] != "both"]
+            if len(unmatched):
+                first = unmatched.iloc[0]
+                where = ", ".join(f"{k}={first[k]}" for k in keys)
+                side = agent if first["_merge"] == "left_only" else baseline
+                raise ValueError(f"{agent} and {baseline} were not {what}: only {side} has ({where})")
+            yield agent, baseline, both
 
 
 def paired_differences(testbed: pd.DataFrame, agents, baselines) -> pd.DataFrame:
@@ -84,26 +89,22 @@ def paired_differences(testbed: pd.DataFrame, agents, baselines) -> pd.DataFrame
     values = metric_values(testbed)
     keys = [c for c in _FAMILY + _SETTING if c in values.columns] + ["seed", "metric"]
     rows = []
-    for agent in agents:
-        mine = values[values["agent"] == agent].drop(columns="agent")
-        for baseline in baselines:
-            theirs = values[values["agent"] == baseline].drop(columns="agent")
-            both = _paired(mine, theirs, keys, agent, baseline, "scored on the same problems")
-            both = both.assign(difference=both["value_agent"] - both["value_baseline"])
-            for metric, group in both.groupby("metric", sort=False):
-                per = group.groupby([c for c in keys if c not in ("seed", "metric")])["difference"].agg(
-                    ["mean", "std", "count"]
-                )
-                se = per["std"] / np.sqrt(per["count"])
-                rows.append({
-                    "agent": agent,
-                    "baseline": baseline,
-                    "metric": metric,
-                    "difference": float(per["mean"].mean()),
-                    "difference_se": float(np.sqrt((se**2).sum()) / len(per)),
-                    "settings": len(per),
-                    "problems": int(per["count"].sum()),
-                })
+    for agent, baseline, both in _pairs(values, agents, baselines, keys, "scored on the same problems"):
+        both = both.assign(difference=both["value_agent"] - both["value_baseline"])
+        for metric, group in both.groupby("metric", sort=False):
+            per = group.groupby([c for c in keys if c not in ("seed", "metric")])["difference"].agg(
+                ["mean", "std", "count"]
+            )
+            se = per["std"] / np.sqrt(per["count"])
+            rows.append({
+                "agent": agent,
+                "baseline": baseline,
+                "metric": metric,
+                "difference": float(per["mean"].mean()),
+                "difference_se": float(np.sqrt((se**2).sum()) / len(per)),
+                "settings": len(per),
+                "problems": int(per["count"].sum()),
+            })
     table = pd.DataFrame(rows, columns=["agent", "baseline", "metric", "difference", "difference_se", "settings", "problems"])
     return with_significance(table)
 
@@ -217,22 +218,18 @@ def bandit_paired_differences(bandit: pd.DataFrame, agents, baselines) -> pd.Dat
     finals = final_regrets(bandit)
     keys = [c for c in finals.columns if c not in ("agent", "final_regret")]
     rows = []
-    for agent in agents:
-        mine = finals[finals["agent"] == agent].drop(columns="agent")
-        for baseline in baselines:
-            theirs = finals[finals["agent"] == baseline].drop(columns="agent")
-            both = _paired(mine, theirs, keys, agent, baseline, "run on the same bandit problems")
-            difference = (both["final_regret_agent"] - both["final_regret_baseline"]).to_numpy(float)
-            difference = difference[np.isfinite(difference)]
-            n = len(difference)
-            rows.append({
-                "agent": agent,
-                "baseline": baseline,
-                "metric": "final_regret",
-                "difference": float(difference.mean()) if n else np.nan,
-                "difference_se": float(difference.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan,
-                "problems": n,
-            })
+    for agent, baseline, both in _pairs(finals, agents, baselines, keys, "run on the same bandit problems"):
+        difference = (both["final_regret_agent"] - both["final_regret_baseline"]).to_numpy(float)
+        difference = difference[np.isfinite(difference)]
+        n = len(difference)
+        rows.append({
+            "agent": agent,
+            "baseline": baseline,
+            "metric": "final_regret",
+            "difference": float(difference.mean()) if n else np.nan,
+            "difference_se": float(difference.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan,
+            "problems": n,
+        })
     columns = ["agent", "baseline", "metric", "difference", "difference_se", "problems"]
     return with_significance(pd.DataFrame(rows, columns=columns))
 

@@ -62,7 +62,7 @@ from decision_bench.analysis.inputs import (
 )
 from decision_bench.analysis.join import (
     METRICS,
-    _finite_kl,
+    finite_kl_rows,
     agent_level_points,
     drop_nonfinite,
     drop_nonfinite_kl,
@@ -130,7 +130,7 @@ def _check_num_resamples(num_resamples: int, level: float) -> None:
 
 def _kl_cells(results: pd.DataFrame, metric: str) -> pd.DataFrame:
     _require(results, (*TESTBED_REQUIRED, "model"), f"results for metric {metric!r}")
-    rows = _finite_kl(metric_rows(results, metric), metric)
+    rows = finite_kl_rows(metric_rows(results, metric), metric)
     if rows.empty:
         tau, kappa = METRICS[metric]
         raise ValueError(f"results have no finite rows for {metric} (tau == {tau}, kappa {kappa!r})")
@@ -673,7 +673,7 @@ def heatmap(
     ValueError for a non-square matrix, mismatched labels or a non-.png path.
     """
     from decision_bench.analysis.figures import (
-        _new_figure,  # matplotlib is imported only when drawing
+        new_figure,  # matplotlib is imported only when drawing
     )
 
     path = Path(path)
@@ -689,7 +689,7 @@ def heatmap(
     labels = [str(label) for label in matrix.columns]
     values = matrix.to_numpy(float)
     size = 1.0 + 0.9 * len(labels)
-    fig, (ax,) = _new_figure(max(4.0, size + 1.2), max(3.5, size))
+    fig, (ax,) = new_figure(max(4.0, size + 1.2), max(3.5, size))
     image = ax.imshow(values, cmap="RdBu_r", vmin=-1.0, vmax=1.0)
     ticks = np.arange(len(labels))
     ax.set_xticks(ticks, labels, rotation=45, ha="right")

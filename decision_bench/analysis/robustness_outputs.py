@@ -39,9 +39,9 @@ import numpy as np
 import pandas as pd
 
 from decision_bench.analysis.figures import (
-    _caption,
-    _new_figure,
-    _save,
+    figure_caption,
+    new_figure,
+    save_figure,
     agent_colour,
     place_point_labels,
     readable_log_ticks,
@@ -351,7 +351,7 @@ def _plot_by_dimension(tb, bd, table, stage, matching, notes) -> list[Path]:
     paths: list[Path] = []
     for metric, stem in (("dkl_1", "fig16_regret_vs_dkl1_by_dim"), ("dkl_10", "fig17_regret_vs_dkl10_by_dim")):
         try:
-            fig, axes = _new_figure(4.0 * len(dims), 3.6, ncols=len(dims))
+            fig, axes = new_figure(4.0 * len(dims), 3.6, ncols=len(dims))
         except ImportError as err:
             notes.append(f"figures of regret by dimension skipped: {err}")
             return paths
@@ -379,7 +379,7 @@ def _plot_by_dimension(tb, bd, table, stage, matching, notes) -> list[Path]:
             ax.set_xlabel(f"agent mean testbed {METRIC_LABELS[metric]}")
             ax.set_ylabel("agent mean bandit regret")
             labelled.append((ax, points))
-        _caption(
+        figure_caption(
             fig,
             "Each point: one agent at one bandit input dimension d: its mean testbed d_KL against its mean final "
             "bandit regret over seeds; no error bars. Brackets: 90% percentile-bootstrap intervals over the agents.",
@@ -389,7 +389,7 @@ def _plot_by_dimension(tb, bd, table, stage, matching, notes) -> list[Path]:
         for i, (ax, points) in enumerate(labelled):
             place_point_labels(ax, points["kl"].to_numpy(float), points["regret"].to_numpy(float), points["agent"],
                                draw=i == 0)  # fmt: skip
-        paths += _save(fig, stage, stem)
+        paths += save_figure(fig, stage, stem)
     return paths
 
 

@@ -30,8 +30,8 @@ class ThompsonPolicy:
 
     With the same seed given to ``env.reset`` and to the policy, it takes the same
     actions as ``run_bandit`` for that seed (the key derivation in the module
-    docstring). Arguments as in ``run_bandit``: the loop's settings as keywords or as a
-    ``BanditLoopConfig`` (``config``); ``env`` may be a Gymnasium env of
+    docstring). Arguments as in ``run_bandit``: the loop's settings as a
+    ``BanditLoopConfig`` (``config``), whose fields keywords here may replace; ``env`` may be a Gymnasium env of
     this package, an env id (with ``env_kwargs``) or a functional core. If the
     agent state becomes non-finite, the policy keeps its last finite state and
     records the step in ``failed_at`` / ``error``, as the compiled path does.

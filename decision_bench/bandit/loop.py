@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -58,7 +58,7 @@ COLUMNS = (
 # ours against the reference's 5): both are indistinguishable from the reference's runs
 # (mlp median regret 10.7 / 10.7 vs 11.6, rank-test p = 0.95 for both; ensemble+ with 100
 # members 44.9 / 39.3 vs 60.6, p = 0.30 for both), so the default follows the code that
-# produced the reference runs. Override per run with run_bandit(regularization=...) or
+# produced the reference runs. Override per run with BanditLoopConfig(regularization=...) or
 # `decision-bench bandit --regularization`: it is the problem's (ProblemSpec.regularization).
 DEFAULT_REGULARIZATION = "sequential_linear_beta"
 
@@ -66,8 +66,8 @@ DEFAULT_REGULARIZATION = "sequential_linear_beta"
 @dataclasses.dataclass(frozen=True)
 class BanditLoopConfig:
     """The settings of the Thompson-sampling loop, checked when made (ValueError naming the
-    field). ``run_bandit``, ``ThompsonPolicy`` and ``make_loop`` take them as keywords and
-    ``decision-bench bandit`` as flags; each builds this object.
+    field). ``run_bandit`` takes this object; ``ThompsonPolicy`` and ``make_loop`` take it
+    and keywords that replace its fields; ``decision-bench bandit`` builds it from flags.
 
     policy: "thompson", "greedy" or "uniform". update_mode: "replay" or "online";
     None uses the agent record's own. steps_per_obs optimiser steps per observation
@@ -96,12 +96,6 @@ class BanditLoopConfig:
             object.__setattr__(self, name, check_int(name, getattr(self, name), 1))
         object.__setattr__(self, "learning_rate", check_positive("learning_rate", self.learning_rate))
         check_choice("regularization", self.regularization, REGULARIZATION_MODES)
-
-    @classmethod
-    def from_keywords(cls, keywords: Mapping[str, Any]) -> BanditLoopConfig:
-        """The config of the fields' values in ``keywords`` (a function's keyword
-        arguments that include every field, e.g. ``run_bandit``'s); other keys are ignored."""
-        return cls(**{field.name: keywords[field.name] for field in dataclasses.fields(cls)})
 
 
 def loop_config(config: BanditLoopConfig | None, settings: dict) -> BanditLoopConfig:

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from decision_bench._src import deprecations
 from decision_bench._src.devices import pad_seeds, padded_seed_count, shard_seeds
 from decision_bench._src.files import UNFINISHED_RUN
 from decision_bench._src.fingerprints import config_text, text_fingerprint
@@ -81,36 +82,34 @@ def run_bandit(
     env: Any,
     num_steps: int,
     seeds: int | Sequence[int],
-    # The loop's settings: BanditLoopConfig's fields, with its defaults.
-    policy: str = BanditLoopConfig.policy,
-    steps_per_obs: int = BanditLoopConfig.steps_per_obs,
-    batch_size: int = BanditLoopConfig.batch_size,
-    replay_capacity: int = BanditLoopConfig.replay_capacity,
-    learning_rate: float = BanditLoopConfig.learning_rate,
-    log_every: int | None = None,
+    config: BanditLoopConfig | None = None,
     *,
+    log_every: int | None = None,
     chunk_size: int = 1000,
     out_dir: str | os.PathLike | None = None,
     resume: bool | None = None,
     progress: bool = True,
     env_kwargs: dict | None = None,
     agent_kwargs: dict | None = None,
-    update_mode: str | None = BanditLoopConfig.update_mode,
-    greedy_samples: int = BanditLoopConfig.greedy_samples,
-    regularization: str = BanditLoopConfig.regularization,
     callback: Callable[[int], None] | None = None,
     agent_fingerprint: str | None = None,
     on_rows: Callable[[pd.DataFrame], None] | None = None,
+    **deprecated_settings: Any,
 ) -> pd.DataFrame:
     """Runs a bandit experiment for every seed at once; returns one row per (seed, log step).
 
-    agent: a registered name (built with ``learning_rate`` in place of its own
-      default where its config declares one, e.g. bbb's 3e-3; ``agent_kwargs``
+    agent: a registered name (built with the config's ``learning_rate`` in place of
+      its own default where its config declares one, e.g. bbb's 3e-3; ``agent_kwargs``
       override more hyperparameters, ``learning_rate`` among them), a user's
       ``make_agent(spec) -> Agent`` or an ``Agent`` record used as given.
-    regularization: how every agent's L2 (or KL) weight decays with t, the
-      bandit spec's ``regularization`` ("sequential_linear_beta", the default
-      ``DEFAULT_REGULARIZATION``, or "sequential").
+    config: the loop's settings, one ``BanditLoopConfig`` (None: its defaults):
+      policy ("thompson", "greedy" or "uniform"), update_mode, steps_per_obs,
+      batch_size, replay_capacity (see the module docstring), greedy_samples,
+      learning_rate and regularization (how every agent's L2 (or KL) weight decays
+      with t: "sequential_linear_beta", the default ``DEFAULT_REGULARIZATION``, or
+      "sequential"). Those settings given as keywords (``policy="uniform"``, the
+      spelling before 0.3) still work, with a DeprecationWarning, until 0.4
+      (``_src/deprecations.py``).
     env: ``"NeuralBandit-v0"``, ``"ContextualNeuralBandit-v0"``,
       ``"BernoulliBandit-v0"``, ``"ClassificationBandit-v0"``, the Showdown's
       Gaussian-reward ``"WheelBandit-v0"``, ``"LinearBandit-v0"``,
@@ -120,9 +119,8 @@ def run_bandit(
       rewards (``linear_gaussian``) or the uniform policy (docs/showdown.md).
     num_steps: steps per seed. seeds: a count n (seeds 0..n-1) or a list of
       seeds; each seed draws its own environment and agent initialisation.
-    policy: "thompson", "greedy" or "uniform". steps_per_obs, batch_size,
-      replay_capacity: see the module docstring. log_every: a row every
-      log_every steps and at the last step (default: num_steps // 100).
+    log_every: a row every log_every steps and at the last step (default:
+      num_steps // 100).
     chunk_size: steps per compiled call; the carry is saved after each chunk to
       ``out_dir`` (if given). resume: None (default) continues a run saved in
       ``out_dir`` with the same config, if there is one, and returns the same
@@ -142,17 +140,22 @@ def run_bandit(
     agent_fingerprint: what identifies the agent's code in checkpoints; default:
       ``default_agent_fingerprint`` (a registered agent's resolved config, the file
       of a ``make_agent`` function).
-    update_mode: "replay" or "online"; None uses the agent record's own
-      ``update_mode`` ("online" for exact conjugate agents such as beta_bernoulli).
 
     Columns: agent, policy, env, input_dim, num_actions, temperature, seed, step,
     cumulative_regret, final_regret, wall_seconds (the whole vmapped run,
     compilation included, summed over resumed sessions; the same for every
     seed), error ("" or why that seed stopped; its later regrets are NaN).
     """
-    # The loop's settings are this function's keywords of BanditLoopConfig's field names.
-    given = dict(locals())
     from tqdm.auto import tqdm
+
+    settings = deprecations.config_from_keywords("run_bandit", BanditLoopConfig, config, deprecated_settings)
+    settings = BanditLoopConfig() if settings is None else settings
+    if not isinstance(settings, BanditLoopConfig):
+        raise TypeError(
+            f"run_bandit's config (its fifth argument) must be a BanditLoopConfig, got "
+            f"{type(settings).__name__}; the loop's settings are one config, e.g. "
+            "run_bandit(agent, env, num_steps, seeds, BanditLoopConfig(policy='uniform'))"
+        )
 
     num_steps = check_int("num_steps", num_steps, 1)
     seed_list = check_seeds(seeds)
@@ -160,7 +163,7 @@ def run_bandit(
     chunk_size = check_int("chunk_size", chunk_size, 1)
     if resume and out_dir is None:
         raise ValueError("resume=True needs out_dir, where the run was saved")
-    settings = BanditLoopConfig.from_keywords(given)
+    learning_rate, regularization = settings.learning_rate, settings.regularization
     loop, env_id = make_loop(agent, env, settings, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
     check_state_fits(loop.agent, len(seed_list), f"agent {loop.agent.name!r}")
     env = loop.env
@@ -174,7 +177,7 @@ def run_bandit(
         "env_config": repr(env),
         "num_steps": num_steps,
         "seeds": seed_list,
-        "policy": policy,
+        "policy": settings.policy,
         "update_mode": loop.update_mode,
         "steps_per_obs": loop.steps_per_obs,
         "batch_size": loop.batch_size,

@@ -32,7 +32,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from decision_bench._src.validation import check_int, check_optional_int, check_seed
-from decision_bench.envs._step_info import OPTIMUM_KEYS
+from decision_bench.envs.step_info import OPTIMUM_KEYS
 from decision_bench.envs.bandits import BernoulliBandit, make_bandit
 
 INFO_KEYS = ("expected_reward", "optimal_expected_reward", "regret", "optimal_action")
@@ -91,8 +91,13 @@ class BanditEnv(gymnasium.Env):
     """
 
     metadata = {"render_modes": []}
+    # The registered id a subclass plays (``NeuralBanditEnv``: "NeuralBandit-v0").
+    env_id: str | None = None
 
-    def __init__(self, env_id: str, **kwargs: Any):
+    def __init__(self, env_id: str | None = None, **kwargs: Any):
+        env_id = self.env_id if env_id is None else env_id
+        if env_id is None:
+            raise TypeError("BanditEnv needs an env_id, e.g. BanditEnv('NeuralBandit-v0')")
         self.core = make_bandit(env_id, **kwargs)
         self.observation_space = _observation_space(self.core)
         self.action_space = spaces.Discrete(self.core.num_actions)
@@ -130,50 +135,43 @@ class BanditEnv(gymnasium.Env):
 class NeuralBanditEnv(BanditEnv):
     """``decision_bench/NeuralBandit-v0``: fixed action set, random-MLP rewards."""
 
-    def __init__(self, **kwargs: Any):
-        super().__init__("NeuralBandit-v0", **kwargs)
+    env_id = "NeuralBandit-v0"
 
 
 class ContextualNeuralBanditEnv(BanditEnv):
     """``decision_bench/ContextualNeuralBandit-v0``: a fresh action set every step."""
 
-    def __init__(self, **kwargs: Any):
-        super().__init__("ContextualNeuralBandit-v0", **kwargs)
+    env_id = "ContextualNeuralBandit-v0"
 
 
 class ClassificationBanditEnv(BanditEnv):
     """``decision_bench/ClassificationBandit-v0``: one example per step, an arm per class."""
 
-    def __init__(self, **kwargs: Any):
-        super().__init__("ClassificationBandit-v0", **kwargs)
+    env_id = "ClassificationBandit-v0"
 
 
 class WheelBanditEnv(BanditEnv):
     """``decision_bench/WheelBandit-v0``: the Showdown's wheel; Gaussian rewards (envs/showdown.py)."""
 
-    def __init__(self, **kwargs: Any):
-        super().__init__("WheelBandit-v0", **kwargs)
+    env_id = "WheelBandit-v0"
 
 
 class LinearBanditEnv(BanditEnv):
     """``decision_bench/LinearBandit-v0``: the Showdown's linear bandit; Gaussian rewards."""
 
-    def __init__(self, **kwargs: Any):
-        super().__init__("LinearBandit-v0", **kwargs)
+    env_id = "LinearBandit-v0"
 
 
 class SparseLinearBanditEnv(BanditEnv):
     """``decision_bench/SparseLinearBandit-v0``: the Showdown's sparse linear bandit."""
 
-    def __init__(self, **kwargs: Any):
-        super().__init__("SparseLinearBandit-v0", **kwargs)
+    env_id = "SparseLinearBandit-v0"
 
 
 class BernoulliBanditEnv(BanditEnv):
     """``decision_bench/BernoulliBandit-v0``: independent arms with p_i ~ U(0, 1)."""
 
-    def __init__(self, **kwargs: Any):
-        super().__init__("BernoulliBandit-v0", **kwargs)
+    env_id = "BernoulliBandit-v0"
 
 
 @jax.jit

@@ -29,7 +29,7 @@ from decision_bench._src.validation import (
     check_positive,
     check_sizes,
 )
-from decision_bench.envs._step_info import optimum, step_info
+from decision_bench.envs.step_info import optimum, step_info
 from decision_bench.envs.classification import ClassificationBandit
 from decision_bench.envs.showdown import SHOWDOWN_BANDITS
 from decision_bench.priors import ACTIVATIONS, DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES, CoinsPrior, MLPPrior

@@ -49,7 +49,6 @@ uniform angle) rather than by the code's rejection sampling: the same uniform la
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import ClassVar, NamedTuple
 
 import jax
@@ -57,8 +56,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from decision_bench._src.pytrees import register_as_static, register_data_fields
-from decision_bench._src.validation import check_int, check_nonnegative
-from decision_bench.envs._step_info import optimum, step_info
+from decision_bench._src.validation import check_finite, check_int, check_nonnegative
+from decision_bench.envs.step_info import optimum, step_info
 from decision_bench.envs.classification import arm_features
 
 
@@ -171,14 +170,7 @@ class WheelBandit(_GaussianContextBandit):
     def __post_init__(self):
         object.__setattr__(self, "delta", _check_unit("delta", self.delta))
         for name in ("centre_mean", "outer_mean", "large_mean"):
-            value = getattr(self, name)
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"{name} must be a finite number, got {value!r}") from None
-            if not math.isfinite(number):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-            object.__setattr__(self, name, number)
+            object.__setattr__(self, name, check_finite(name, getattr(self, name)))
         object.__setattr__(self, "noise_std", check_nonnegative("noise_std", self.noise_std))
 
     def sample_params(self, key: jax.Array) -> WheelParams:

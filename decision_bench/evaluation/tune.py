@@ -40,7 +40,7 @@ from decision_bench._src.files import sha256_hex, verify_results_file, write_res
 from decision_bench._src.validation import check_int
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import make
-from decision_bench.agents.core import hyperparameters_of, with_hyperparameters
+from decision_bench.agents.core import hyper_of, with_hyper
 from decision_bench.agents.registry import ENTRIES, check_inputs_fit, config, hyperparameters, names
 from decision_bench.agents.training import bucket_size
 from decision_bench.evaluation.kl import EvalConfig, FittedAgent, resolve_method
@@ -105,7 +105,7 @@ def check_grid(
         checked[name] = tuple(floats)
     fixed = dict(overrides or {})
     # The names first, on a small stand-in problem: building an agent compiles nothing.
-    hyper = hyperparameters_of(_build(agent_name, make_agent, ProblemSpec(2, 2, 0.1, 1), fixed))
+    hyper = hyper_of(_build(agent_name, make_agent, ProblemSpec(2, 2, 0.1, 1), fixed))
     _check_grid_names(hyper, checked, agent_name)
     if make_agent is not None:
         return checked
@@ -242,10 +242,10 @@ def tune(
         prior = make_prior(setting.prior, setting.input_dim, setting.temperature)
         spec = ProblemSpec(prior.input_dim, prior.num_classes, prior.temperature, setting.num_train)
         agent = _build(agent_name, make_agent, spec, dict(overrides or {}))
-        hyper = hyperparameters_of(agent)
+        hyper = hyper_of(agent)
         if hyper is None:
             raise ValueError(f"agent {agent_name!r} has no real-valued hyperparameters to tune")
-        grid_agent = with_hyperparameters(agent, _stacked_hyper(hyper, points, agent_name))
+        grid_agent = with_hyper(agent, _stacked_hyper(hyper, points, agent_name))
         resolved = resolve_method(FittedAgent(agent, None), method)
         budget = max(1, max_rows // (num_seeds * len(points)))
         configs = tuple(

@@ -25,7 +25,7 @@ import pandas as pd
 from decision_bench.bandit import BanditLoopConfig, run_bandit
 from decision_bench.evaluation.sweeps import DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES, hidden_sizes_label
 from decision_bench.experiments.agent_files import file_fingerprint
-from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.cells import Cell, problem_of, store_cell
 
 KIND = "bandit"
 
@@ -53,17 +53,12 @@ class BanditCell:
     def to_cell(self) -> Cell:
         """The store's cell: its problem holds env, num_steps and the env kwargs."""
         problem = {"env": self.env, "num_steps": self.num_steps, **dict(self.env_kwargs)}
-        return Cell(
-            KIND, self.agent, dict(self.agent_config), problem, tuple(self.seeds),
-            agent_file_sha256=self.agent_file_sha256,
-        )
+        return store_cell(KIND, self, problem)
 
     @classmethod
     def from_cell(cls, cell: Cell) -> BanditCell:
         """The typed cell of a store cell in this encoding (ValueError otherwise)."""
-        if cell.kind != KIND:
-            raise ValueError(f"not a bandit cell: kind {cell.kind!r}")
-        problem = dict(cell.problem)
+        problem = problem_of(cell, KIND)
         try:
             env, num_steps = problem.pop("env"), problem.pop("num_steps")
         except KeyError as missing:
@@ -135,14 +130,13 @@ def compute_bandit_cell(
     agent, agent_kwargs, fingerprint = runnable_agent(
         cell.agent, dict(typed.agent_config), make_agent, cell.agent_file_sha256
     )
-    options: dict[str, Any] = {} if loop is None else dataclasses.asdict(loop)
-    if chunk_size is not None:
-        options["chunk_size"] = chunk_size
+    options: dict[str, Any] = {} if chunk_size is None else {"chunk_size": chunk_size}
     return run_bandit(
         agent,
         typed.env,
         typed.num_steps,
         list(typed.seeds),
+        loop,
         log_every=log_every,
         env_kwargs=dict(typed.env_kwargs),
         agent_kwargs=agent_kwargs,

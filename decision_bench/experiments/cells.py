@@ -158,6 +158,24 @@ class Cell:
         return f"{slug}-{digest}"
 
 
+def store_cell(kind: str, typed: Any, problem: Mapping[str, Any]) -> Cell:
+    """The store's cell of a typed cell (``TestbedCell``, ``RealdataCell``,
+    ``BanditCell``): its kind, agent, agent_config, seeds and agent_file_sha256, with
+    ``problem`` (the kind's encoding of the rest)."""
+    return Cell(
+        kind, typed.agent, dict(typed.agent_config), problem, tuple(typed.seeds),
+        agent_file_sha256=typed.agent_file_sha256,
+    )
+
+
+def problem_of(cell: Cell, kind: str) -> dict[str, Any]:
+    """A store cell's problem as a dict, for decoding into the typed cell of ``kind``
+    (ValueError when the cell is of another kind)."""
+    if cell.kind != kind:
+        raise ValueError(f"not a {kind} cell: kind {cell.kind!r}")
+    return dict(cell.problem)
+
+
 def config_label(values: Mapping[str, Any]) -> str:
     """{"num_ensemble": 3, "l2": 0.5} -> "l2=0.5 num_ensemble=3": an agent's overrides
     as the results files' agent_config column shows them ("" for the defaults)."""

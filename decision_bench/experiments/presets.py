@@ -138,7 +138,7 @@ def robustness_bandit_settings(families) -> tuple[tuple, ...]:
     return settings + tuple(neural_bandit_setting(d) for d in ROBUSTNESS_BANDIT_DIMS if d != 2)
 
 
-def _items(mapping: Mapping[str, Mapping[str, Any]]) -> tuple:
+def sorted_items(mapping: Mapping[str, Mapping[str, Any]]) -> tuple:
     return tuple(sorted((k, tuple(sorted(v.items()))) for k, v in mapping.items()))
 
 
@@ -147,7 +147,7 @@ def _laptop_preset(
 ) -> Preset:
     """The core agents with 30-member ensembles on the d = 2 testbed ``sweep`` (5 seeds,
     1000 model draws) and the d = 2, 40-action, beta = 0.1 neural bandit."""
-    members = _items({"ensemble": {"num_ensemble": 30}, "ensemble+": {"num_ensemble": 30}})
+    members = sorted_items({"ensemble": {"num_ensemble": 30}, "ensemble+": {"num_ensemble": 30}})
     return Preset(
         name=name,
         agents=CORE_AGENTS,
@@ -237,7 +237,7 @@ def get_preset(name: str) -> Preset:
         # slower machine or a shared one. Not cut further, to keep every core agent
         # and 3 seeds (the bootstrap's unit); not grown, because a 2-core machine
         # shared with other work can be twice as slow.
-        members = _items({"ensemble": {"num_ensemble": 30}, "ensemble+": {"num_ensemble": 30}})
+        members = sorted_items({"ensemble": {"num_ensemble": 30}, "ensemble+": {"num_ensemble": 30}})
         return Preset(
             name="robustness-quick",
             agents=CORE_AGENTS,

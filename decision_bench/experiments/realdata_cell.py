@@ -19,7 +19,7 @@ from decision_bench._src.files import sha256_hex
 from decision_bench.data import BUNDLED, load_dataset, make_dataset_problem
 from decision_bench.evaluation.realdata import run_realdata
 from decision_bench.experiments.agent_files import AgentFile, current_make_agent
-from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.cells import Cell, problem_of, store_cell
 
 KIND = "realdata"
 
@@ -60,17 +60,12 @@ class RealdataCell:
             "num_models": self.num_models,
             "method": self.method,
         }
-        return Cell(
-            KIND, self.agent, problem=problem, seeds=tuple(self.seeds),
-            agent_config=dict(self.agent_config), agent_file_sha256=self.agent_file_sha256,
-        )
+        return store_cell(KIND, self, problem)
 
     @classmethod
     def from_cell(cls, cell: Cell) -> RealdataCell:
         """The typed cell of a store cell in this encoding (ValueError otherwise)."""
-        if cell.kind != KIND:
-            raise ValueError(f"not a realdata cell: kind {cell.kind!r}")
-        problem = dict(cell.problem)
+        problem = problem_of(cell, KIND)
         try:
             return cls(
                 agent=cell.agent,

@@ -47,7 +47,7 @@ from decision_bench.experiments.baselines import load_baselines, reusable_rows, 
 from decision_bench.experiments.cells import Cell, config_label
 from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.estimate import cell_seconds
-from decision_bench.experiments.presets import PRESET_NAMES, Preset, _items, get_preset, testbed_sweep
+from decision_bench.experiments.presets import PRESET_NAMES, Preset, sorted_items, get_preset, testbed_sweep
 from decision_bench.experiments.store import ResultsStore, concat_tables, edit_notes
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, sweep_cells
 
@@ -214,7 +214,7 @@ def with_settings(preset: Preset, settings: Settings | None) -> Preset:
         mapping = {agent: dict(items) for agent, items in table}
         for agent, values in settings.items():
             mapping.setdefault(agent, {}).update(values)
-        return _items(mapping)
+        return sorted_items(mapping)
 
     return dataclasses.replace(
         preset, testbed_overrides=merged(preset.testbed_overrides), bandit_overrides=merged(preset.bandit_overrides)

@@ -18,7 +18,7 @@ import pandas as pd
 from decision_bench.evaluation.runner import Reference, ReferenceFits, run_testbed
 from decision_bench.evaluation.sweeps import Sweep, TestbedSetting, TestDesign, hidden_sizes_label
 from decision_bench.experiments.agent_files import current_make_agent
-from decision_bench.experiments.cells import Cell
+from decision_bench.experiments.cells import Cell, problem_of, store_cell
 
 KIND = "testbed"
 
@@ -73,17 +73,12 @@ class TestbedCell:
             problem["reference_options"] = tuple(sorted(dict(self.reference_options).items()))
         if self.sweep is not None:
             problem["sweep"] = self.sweep
-        return Cell(
-            KIND, self.agent, dict(self.agent_config), problem, tuple(self.seeds),
-            agent_file_sha256=self.agent_file_sha256,
-        )
+        return store_cell(KIND, self, problem)
 
     @classmethod
     def from_cell(cls, cell: Cell) -> TestbedCell:
         """The typed cell of a store cell in this encoding (ValueError otherwise)."""
-        if cell.kind != KIND:
-            raise ValueError(f"not a testbed cell: kind {cell.kind!r}")
-        problem = dict(cell.problem)
+        problem = problem_of(cell, KIND)
         try:
             setting = TestbedSetting(
                 input_dim=problem["input_dim"],

@@ -24,6 +24,7 @@ from decision_bench import agents, make_testbed_problem, run_bandit
 from decision_bench.agents import fit, make
 from decision_bench.agents.core import hyper_of, static_fields, traced_fields, with_hyper
 from decision_bench.agents.registry import ONE_HOT_AGENTS
+from decision_bench.bandit import BanditLoopConfig
 from decision_bench.envs.testbed import Dataset
 from decision_bench.evaluation import FittedAgent, estimate_kl
 
@@ -234,11 +235,10 @@ def test_second_identical_estimate_kl_compiles_nothing():
 
 
 def test_second_identical_run_bandit_by_name_compiles_nothing():
-    kwargs = dict(env_kwargs={"num_actions": 4}, log_every=10, chunk_size=20, batch_size=8,
-                  progress=False)
-    first = run_bandit("mlp", "BernoulliBandit-v0", 20, 2, **kwargs)
+    kwargs = dict(env_kwargs={"num_actions": 4}, log_every=10, chunk_size=20, progress=False)
+    first = run_bandit("mlp", "BernoulliBandit-v0", 20, 2, BanditLoopConfig(batch_size=8), **kwargs)
     with count_compilations() as seen:
-        second = run_bandit("mlp", "BernoulliBandit-v0", 20, 2, **kwargs)
+        second = run_bandit("mlp", "BernoulliBandit-v0", 20, 2, BanditLoopConfig(batch_size=8), **kwargs)
     assert seen == []
     np.testing.assert_array_equal(first.cumulative_regret, second.cumulative_regret)
 

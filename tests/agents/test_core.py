@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -83,7 +84,6 @@ def test_with_hyper_rebinds_and_hyper_of_reads_back():
     rebound = core.with_hyper(agent, other)
     assert float(core.hyper_of(rebound).l2) == 9.0
     assert rebound.update.func is agent.update.func
-    assert core.hyperparameters_of is core.hyper_of and core.with_hyperparameters is core.with_hyper
 
 
 def test_every_registered_config_is_a_frozen_dataclass():
@@ -92,3 +92,42 @@ def test_every_registered_config_is_a_frozen_dataclass():
         assert dataclasses.is_dataclass(config)
         with pytest.raises(dataclasses.FrozenInstanceError):
             config.regularization = "sequential"
+
+
+def test_every_registered_hyper_is_a_class_declared_in_its_module():
+    """"Go to definition" on hyper.l2 lands on code: each family's Hyper is a NamedTuple
+    written in its module, the class core.hyper_class returns for its config."""
+    import inspect
+    import sys
+
+    for name in agents.names():
+        hyper = core.hyper_of(agents.make(name, SPEC))
+        if hyper is None:
+            continue
+        cls = type(hyper)
+        assert getattr(sys.modules[cls.__module__], cls.__name__) is cls, name
+        assert f"class {cls.__name__}(NamedTuple):" in inspect.getsource(cls), name
+        assert all(leaf.dtype == jnp.float32 for leaf in hyper), name
+
+
+@dataclasses.dataclass(frozen=True)
+class _MisdeclaredConfig:
+    l2: float = core.traced(1.0)
+
+
+class _MisdeclaredHyper(NamedTuple):
+    temperature: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class _UndeclaredConfig:
+    l2: float = core.traced(1.0)
+    width: int = 3
+
+
+def test_a_declared_hyper_must_match_its_config_and_an_undeclared_one_is_built():
+    with pytest.raises(TypeError, match=r"_MisdeclaredHyper must have the fields \('l2', 'temperature'\)"):
+        core.hyper_class(_MisdeclaredConfig)
+    built = core.hyper_class(_UndeclaredConfig)
+    assert built.__name__ == "_UndeclaredHyper" and built._fields == ("l2", "temperature")
+    assert built.__module__ == __name__

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from decision_bench import agents
-from decision_bench.agents._bayes_common import relu_mlp
-from decision_bench.agents.core import hyperparameters_of
+from decision_bench.agents._src.networks import relu_mlp
+from decision_bench.agents.core import hyper_of
 from decision_bench.agents.deep_kernel import features, head_factor, logit_covariance, logit_scale
 from decision_bench.envs.testbed import Dataset
 from decision_bench.specs import ProblemSpec
@@ -51,7 +51,7 @@ def test_head_factor_is_the_textbook_posterior_covariance():
 
 def test_sampled_logits_have_the_closed_form_mean_and_covariance():
     agent, data, state = _fitted()
-    hyper = hyperparameters_of(agent)
+    hyper = hyper_of(agent)
     x = jnp.concatenate([data.x[:2], jnp.array([[0.5, -1.5]])])
     n_draws = 4000
     keys = jax.random.split(jax.random.key(2), n_draws)
@@ -97,7 +97,7 @@ def test_state_keeps_every_row_and_the_scale_uses_num_seen():
     assert int(state.data.seen.sum()) == SPEC.num_train
     np.testing.assert_array_equal(state.data.x, data.x)
     assert float(state.num_seen) == SPEC.num_train
-    hyper = hyperparameters_of(agent)
+    hyper = hyper_of(agent)
     # c = scale_factor / sqrt(T beta) = 2 / sqrt(40 * 0.1)
     np.testing.assert_allclose(logit_scale(hyper, state.num_seen), 1.0, rtol=1e-6)
     assert features(state.params, data.x).shape == (SPEC.num_train, 8)

@@ -35,7 +35,7 @@ def captured(monkeypatch):
         drawn.append(fig)
         return [stem]
 
-    monkeypatch.setattr(figures, "_save", keep)
+    monkeypatch.setattr(figures, "save_figure", keep)
     return drawn
 
 
@@ -115,7 +115,7 @@ def test_colours_are_the_same_whatever_agents_a_run_has_and_their_order(captured
 
 def test_the_overlap_check_detects_matplotlibs_default_labels_on_a_short_log_axis():
     """The bug the issue shows (3x10^-3 4x10^-3 6x10^-3): proof that the check below can fail."""
-    fig, (ax,) = figures._new_figure(5.0, 4.0)
+    fig, (ax,) = figures.new_figure(5.0, 4.0)
     ax.scatter([0.0029, 0.03], [1.0, 2.0])
     ax.set_xscale("log")
     fig.canvas.draw()
@@ -167,7 +167,7 @@ def test_agent_labels_in_fig10_do_not_overlap(captured, tmp_path):
 
 
 def test_point_labels_avoid_each_other_even_on_identical_points():
-    fig, (ax,) = figures._new_figure(4.0, 3.0)
+    fig, (ax,) = figures.new_figure(4.0, 3.0)
     ax.scatter([1.0, 1.0, 1.0, 2.0], [1.0, 1.0, 1.0, 2.0])
     ax.set_xlim(0, 3)
     ax.set_ylim(0, 3)
@@ -232,8 +232,8 @@ def test_the_bandit_commands_figure_is_titled_with_the_data_set(monkeypatch, tmp
     from decision_bench.analysis.figures import plot_regret
 
     drawn = []
-    original = figures._new_figure
-    monkeypatch.setattr(figures, "_new_figure", lambda *a, **k: drawn.append(original(*a, **k)) or drawn[-1])
+    original = figures.new_figure
+    monkeypatch.setattr(figures, "new_figure", lambda *a, **k: drawn.append(original(*a, **k)) or drawn[-1])
     rows = _bandit_rows(["mlp", "logistic"]).assign(
         env="ClassificationBandit-v0", dataset="iris", input_dim=15, num_actions=3, temperature=1.0
     )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import inspect
+import warnings
 from typing import NamedTuple
 
 import gymnasium
@@ -86,7 +89,7 @@ def test_uniform_policy_regret_is_t_times_gap(env_id, kwargs):
     num_steps, seeds = 400, list(range(100))
     env = make_bandit(env_id, **kwargs)
     df = run_bandit(
-        linear_thompson(env.input_dim), env, num_steps, seeds, policy="uniform", log_every=100,
+        linear_thompson(env.input_dim), env, num_steps, seeds, BanditLoopConfig(policy="uniform"), log_every=100,
         progress=False,
     )
     loop, _ = make_loop(linear_thompson(env.input_dim), env, policy="uniform")
@@ -143,7 +146,7 @@ def test_ensemble_plus_thompson_beats_uniform_on_neural_bandit():
     kwargs = dict(env_kwargs=NEURAL, log_every=3000, progress=False)
     seeds = list(range(4))
     ts = run_bandit("ensemble+", "NeuralBandit-v0", 3000, seeds, agent_kwargs={"num_ensemble": 10}, **kwargs)
-    uniform = run_bandit("mlp", "NeuralBandit-v0", 3000, seeds, policy="uniform", **kwargs)
+    uniform = run_bandit("mlp", "NeuralBandit-v0", 3000, seeds, BanditLoopConfig(policy="uniform"), **kwargs)
     ts_final = ts.groupby("seed").final_regret.first()
     uniform_final = uniform.groupby("seed").final_regret.first()
     assert ts_final.mean() < 0.4 * uniform_final.mean()
@@ -156,7 +159,7 @@ def test_ensemble_plus_thompson_beats_uniform_on_neural_bandit():
 _SMALL_RUN = {
     "hmc": dict(
         agent_kwargs=dict(hidden_sizes=(8,), num_warmup=100, num_samples=10, thinning=2, num_integration_steps=8),
-        replay_capacity=32,
+        config=BanditLoopConfig(batch_size=8, replay_capacity=32),
     ),
 }
 _NO_BLACKJAX = importlib.util.find_spec("blackjax") is None
@@ -178,8 +181,8 @@ def test_every_registered_agent_runs(name):
 
     # Agents of real-valued rewards play a Gaussian bandit; the rest a Bernoulli one.
     env = "LinearBandit-v0" if name in REAL_REWARD_AGENTS else "BernoulliBandit-v0"
-    df = run_bandit(name, env, 30, 2, batch_size=8, env_kwargs={"num_actions": 4},
-                    log_every=15, progress=False, **_SMALL_RUN.get(name, {}))
+    small = {"config": BanditLoopConfig(batch_size=8), **_SMALL_RUN.get(name, {})}
+    df = run_bandit(name, env, 30, 2, env_kwargs={"num_actions": 4}, log_every=15, progress=False, **small)
     assert len(df) == 4 and (df.error == "").all(), name
     assert df.cumulative_regret.notna().all(), name
 
@@ -219,7 +222,7 @@ def test_resume_after_interruption_matches_uninterrupted(tmp_path):
     pd.testing.assert_frame_equal(_numbers(again), _numbers(full))
     # A different config is refused rather than silently mixed.
     with pytest.raises(ValueError, match="batch_size"):
-        run_bandit(*args, out_dir=tmp_path, resume=True, batch_size=64, **kwargs)
+        run_bandit(*args, BanditLoopConfig(batch_size=64), out_dir=tmp_path, resume=True, **kwargs)
 
 
 def test_vmapped_seeds_equal_separate_runs():
@@ -259,7 +262,8 @@ def test_slow_gymnasium_path_takes_the_compiled_actions(agent_name):
     carry, params = jax.vmap(loop.init_carry)(jnp.asarray([seed]))
     _, out = jax.jit(loop.run_chunk, static_argnums=2)(carry, params, num_steps)
     assert np.asarray(out.action[0]).tolist() == slow_actions
-    compiled = run_bandit(loop.agent, env, num_steps, [seed], batch_size=16, log_every=1, progress=False)
+    compiled = run_bandit(loop.agent, env, num_steps, [seed], BanditLoopConfig(batch_size=16), log_every=1,
+                          progress=False)
     np.testing.assert_allclose(compiled.cumulative_regret, np.cumsum(slow_regret), rtol=1e-4, atol=1e-5)
 
 
@@ -303,9 +307,11 @@ def test_non_finite_agent_stops_only_that_seed():
 )
 def test_bad_input_names_the_parameter(kwargs, message):
     args = {"agent": "mlp", "env": "BernoulliBandit-v0", "num_steps": 10, "seeds": 2}
-    args.update(kwargs)
+    fields = {field.name for field in dataclasses.fields(BanditLoopConfig)}
+    args.update({name: value for name, value in kwargs.items() if name not in fields})
+    settings = {name: value for name, value in kwargs.items() if name in fields}
     with pytest.raises(ValueError, match=message):
-        run_bandit(**args, progress=False)
+        run_bandit(**args, config=BanditLoopConfig(**settings), progress=False)
 
 
 @pytest.mark.parametrize(
@@ -348,13 +354,39 @@ def test_loop_settings_as_keywords_or_as_a_config_build_the_same_loop():
         make_loop(LINEAR2, "BernoulliBandit-v0", env_kwargs=TWO_ARMS, batchsize=8)
 
 
-def test_run_bandit_takes_every_loop_setting_as_a_keyword_with_the_configs_default():
-    import dataclasses
-    import inspect
-
+def test_run_bandit_takes_the_loop_settings_as_one_config():
     parameters = inspect.signature(run_bandit).parameters
-    for field in dataclasses.fields(BanditLoopConfig):
-        assert parameters[field.name].default == field.default, field.name
+    assert list(parameters)[:5] == ["agent", "env", "num_steps", "seeds", "config"]
+    assert parameters["config"].default is None
+    assert not {field.name for field in dataclasses.fields(BanditLoopConfig)} & set(parameters)
+    with pytest.raises(TypeError, match="must be a BanditLoopConfig, got str"):
+        run_bandit("mlp", "BernoulliBandit-v0", 10, 1, "uniform", progress=False)
+
+
+def test_loop_settings_as_keywords_warn_and_run_the_same_config(tmp_path):
+    """The spelling before the config object still works until 0.4: it warns and runs
+    the same config, so a checkpoint it saves resumes under the config spelling with
+    nothing run again, and the rows are identical."""
+    args = (LINEAR2, "BernoulliBandit-v0", 20, [0, 1])
+    kwargs = dict(env_kwargs=TWO_ARMS, log_every=5, chunk_size=10, progress=False)
+    config = BanditLoopConfig(policy="greedy", batch_size=16, learning_rate=1e-2)
+    with pytest.warns(DeprecationWarning, match=r"removed in decision_bench 0\.4.*config=BanditLoopConfig\("):
+        by_keywords = run_bandit(*args, policy="greedy", batch_size=16, learning_rate=1e-2, out_dir=tmp_path,
+                                 **kwargs)
+    steps_run = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        by_config = run_bandit(*args, config, out_dir=tmp_path, resume=True, callback=steps_run.append, **kwargs)
+    assert steps_run == []
+    pd.testing.assert_frame_equal(_numbers(by_keywords), _numbers(by_config))
+    # Keywords beside a config replace its fields; an unknown keyword is refused as Python would.
+    with pytest.warns(DeprecationWarning, match=r"dataclasses\.replace\(config, batch_size=8\)"):
+        replaced = run_bandit(*args, config, batch_size=8, **kwargs)
+    pd.testing.assert_frame_equal(
+        _numbers(replaced), _numbers(run_bandit(*args, dataclasses.replace(config, batch_size=8), **kwargs))
+    )
+    with pytest.raises(TypeError, match="unexpected keyword argument 'batchsize'"):
+        run_bandit(*args, batchsize=8, **kwargs)
 
 
 def test_all_three_environments_run():

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from decision_bench.bandit import run_bandit
+from decision_bench.bandit import BanditLoopConfig, run_bandit
 from decision_bench.envs.bandits import make_bandit
 from test_bandit import NEURAL, _numbers, linear_thompson
 
@@ -68,7 +68,7 @@ def test_other_arguments_are_refused_and_the_saved_run_kept(tmp_path, setup):
     before = (tmp_path / STATE).read_bytes()
     args, kwargs, _ = setup
     with pytest.raises(ValueError, match=r"other arguments \(batch_size: saved 128, now 64\)"):
-        run_bandit(*args, out_dir=tmp_path, batch_size=64, **kwargs)
+        run_bandit(*args, BanditLoopConfig(batch_size=64), out_dir=tmp_path, **kwargs)
     assert (tmp_path / STATE).read_bytes() == before
 
 

@@ -10,15 +10,16 @@ import pandas as pd
 import pytest
 
 from decision_bench.bandit import run as run_module
+from decision_bench.bandit import BanditLoopConfig
 from decision_bench.bandit.checkpoints import STATE_FILE, checkpoint_digest
 from decision_bench.bandit.run import run_bandit
 
 ENV = dict(input_dim=2, num_actions=5, temperature=0.5)
 
 
-def _run(out, calls, **kwargs):
+def _run(out, calls, config=None, **kwargs):
     return run_bandit(
-        "mlp", "NeuralBandit-v0", 20, 2, chunk_size=10, out_dir=out, progress=False,
+        "mlp", "NeuralBandit-v0", 20, 2, config, chunk_size=10, out_dir=out, progress=False,
         env_kwargs=ENV, callback=calls.append, **kwargs,
     )
 
@@ -102,8 +103,8 @@ def test_a_checkpoint_from_when_the_decay_mode_was_an_agent_keyword_resumes(tmp_
     neither the mode nor the resolved config; its fingerprint hashed the config
     with the mode as a field. Such a checkpoint resumes with nothing recomputed."""
     calls = []
-    given = {} if mode is None else {"regularization": mode}
-    first = _run(tmp_path, calls, **given)
+    given = None if mode is None else BanditLoopConfig(regularization=mode)
+    first = _run(tmp_path, calls, given)
 
     def as_0_2_0(config):
         assert config["regularization"] == (mode or "sequential_linear_beta")
@@ -116,11 +117,11 @@ def test_a_checkpoint_from_when_the_decay_mode_was_an_agent_keyword_resumes(tmp_
     calls.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        again = _run(tmp_path, calls, **given)
+        again = _run(tmp_path, calls, given)
     assert calls == []
     pd.testing.assert_frame_equal(_rows(first), _rows(again))
     # A 0.2.0 run with the default mode is another run than one in the paper's mode.
     _run(tmp_path / "other", calls)
     _rewrite_config(tmp_path / "other" / STATE_FILE, lambda c: c.pop("regularization"))
     with pytest.raises(ValueError, match=r"regularization: saved 'sequential_linear_beta', now 'sequential'"):
-        _run(tmp_path / "other", calls, regularization="sequential")
+        _run(tmp_path / "other", calls, BanditLoopConfig(regularization="sequential"))

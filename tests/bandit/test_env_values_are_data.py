@@ -19,10 +19,11 @@ import pytest
 from compile_counting import count_compilations
 
 import decision_bench  # noqa: F401  (registers the Gymnasium ids)
-from decision_bench.bandit import ThompsonPolicy, run_bandit
+from decision_bench.bandit import BanditLoopConfig, ThompsonPolicy, run_bandit
 from decision_bench.envs.bandits import BANDITS, make_bandit
 
-RUN = dict(log_every=5, chunk_size=10, batch_size=8, progress=False)
+RUN = dict(log_every=5, chunk_size=10, progress=False)
+SMALL_BATCH = BanditLoopConfig(batch_size=8)
 SMALL_AGENTS = {"mlp": dict(hidden_sizes=(8,)), "ensemble+": dict(hidden_sizes=(8,), num_ensemble=3)}
 
 
@@ -45,7 +46,7 @@ def test_every_core_has_its_real_numbers_as_leaves_and_its_shapes_as_structure(e
 def test_run_bandit_at_another_beta_compiles_nothing(agent):
     def run(temperature):
         env_kwargs = dict(input_dim=2, num_actions=6, temperature=temperature)
-        return run_bandit(agent, "NeuralBandit-v0", 10, 2, env_kwargs=env_kwargs,
+        return run_bandit(agent, "NeuralBandit-v0", 10, 2, SMALL_BATCH, env_kwargs=env_kwargs,
                           agent_kwargs=SMALL_AGENTS[agent], **RUN)
 
     first = run(0.1)
@@ -58,7 +59,7 @@ def test_run_bandit_at_another_beta_compiles_nothing(agent):
 
 def test_run_bandit_at_another_wheel_delta_compiles_nothing():
     def run(delta):
-        return run_bandit("linear_gaussian", "WheelBandit-v0", 10, 2, env_kwargs=dict(delta=delta), **RUN)
+        return run_bandit("linear_gaussian", "WheelBandit-v0", 10, 2, SMALL_BATCH, env_kwargs=dict(delta=delta), **RUN)
 
     first = run(0.5)
     with count_compilations() as seen:

@@ -8,20 +8,21 @@ import numpy as np
 import pytest
 
 import decision_bench  # noqa: F401  (registers the ids)
-from decision_bench.bandit import ThompsonPolicy, make_loop, run_bandit
+from decision_bench.bandit import BanditLoopConfig, ThompsonPolicy, make_loop, run_bandit
 from decision_bench.envs import LinearBandit, WheelBandit
 
 SMALL_LINEAR = dict(context_dim=3, num_actions=4)
 # The real-reward agent is fed online and the uniform policy trains nothing: the
 # replay only stores, so a small one keeps the compiled programs small.
-REPLAY = dict(replay_capacity=64)
+REPLAY = BanditLoopConfig(replay_capacity=64)
+UNIFORM = BanditLoopConfig(policy="uniform", replay_capacity=64)
 
 
 def test_uniform_policy_regret_on_the_wheel_is_the_closed_form():
     """Uniform play: E[regret per step] = E[max_a mu_a(x)] - E[mean_a mu_a(x)]
     = (1.2 d^2 + 50 (1 - d^2)) - (1.2 + 4 + 49 (1 - d^2)) / 5, with d = delta."""
     delta, steps, seeds = 0.5, 500, 4
-    df = run_bandit("mlp", WheelBandit(delta=delta), steps, seeds, policy="uniform", progress=False, **REPLAY)
+    df = run_bandit("mlp", WheelBandit(delta=delta), steps, seeds, UNIFORM, progress=False)
     outside = 1.0 - delta**2
     closed_form = (1.2 * delta**2 + 50.0 * outside) - (1.2 + 4.0 + 49.0 * outside) / 5
     per_step = df.groupby("seed").final_regret.first().sum() / (steps * seeds)
@@ -31,9 +32,9 @@ def test_uniform_policy_regret_on_the_wheel_is_the_closed_form():
 
 
 def test_linear_gaussian_thompson_learns_the_linear_bandit():
-    kwargs = dict(env_kwargs=SMALL_LINEAR, progress=False, log_every=300, **REPLAY)
-    ts = run_bandit("linear_gaussian", "LinearBandit-v0", 600, [0, 1], **kwargs)
-    uniform = run_bandit("mlp", "LinearBandit-v0", 600, [0, 1], policy="uniform", **kwargs)
+    kwargs = dict(env_kwargs=SMALL_LINEAR, progress=False, log_every=300)
+    ts = run_bandit("linear_gaussian", "LinearBandit-v0", 600, [0, 1], REPLAY, **kwargs)
+    uniform = run_bandit("mlp", "LinearBandit-v0", 600, [0, 1], UNIFORM, **kwargs)
     assert (ts.error == "").all()
     ts_final = ts.groupby("seed").final_regret.first()
     uniform_final = uniform.groupby("seed").final_regret.first()
@@ -53,7 +54,7 @@ def test_replay_stores_real_rewards_for_gaussian_bandits_and_labels_otherwise():
 def test_slow_gymnasium_path_takes_the_compiled_actions_with_real_rewards():
     num_steps, seed = 15, 3
     env = gymnasium.make("decision_bench/WheelBandit-v0", delta=0.5)
-    policy = ThompsonPolicy("linear_gaussian", env, seed=seed, **REPLAY)
+    policy = ThompsonPolicy("linear_gaussian", env, seed=seed, config=REPLAY)
     obs, _ = env.reset(seed=seed)
     slow_actions = []
     for _ in range(num_steps):

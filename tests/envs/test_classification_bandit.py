@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("sklearn")
 
 import decision_bench  # noqa: E402,F401  (registers the ids)
-from decision_bench.bandit import run_bandit  # noqa: E402
+from decision_bench.bandit import BanditLoopConfig, run_bandit  # noqa: E402
 from decision_bench.cli import main as cli_main  # noqa: E402
 from decision_bench.envs.bandits import make_bandit  # noqa: E402
 from decision_bench.envs.classification import ClassificationBandit, arm_features  # noqa: E402
@@ -83,8 +83,7 @@ def test_uniform_policy_regret_is_t_times_one_minus_one_over_c():
         "ClassificationBandit-v0",
         num_steps,
         num_seeds,
-        policy="uniform",
-        replay_capacity=num_steps,
+        BanditLoopConfig(policy="uniform", replay_capacity=num_steps),
         env_kwargs={"dataset": "iris"},
         progress=False,
     )
@@ -103,9 +102,7 @@ def test_thompson_logistic_learns_iris():
         "decision_bench/ClassificationBandit-v0",
         num_steps,
         2,
-        replay_capacity=num_steps,
-        batch_size=32,
-        learning_rate=1e-2,
+        BanditLoopConfig(replay_capacity=num_steps, batch_size=32, learning_rate=1e-2),
         env_kwargs={"dataset": "iris"},
         progress=False,
     )

@@ -117,6 +117,6 @@ def test_fitted_agent_with_wrong_logits_names_the_agent_function(problem, method
     agent = make("uniform", problem.spec)
     state = fit(agent, jax.random.key(1), problem.train_data, problem.spec)
     with pytest.raises(ValueError) as error:
-        estimate_kl(FittedAgent(agent._replace(**broken), state), problem, jax.random.key(0), num_test=50,
+        estimate_kl(FittedAgent(agent.replace(**broken), state), problem, jax.random.key(0), num_test=50,
                     num_models=4, method=method)
     assert str(error.value) == message

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import jax
 
 from decision_bench._src.validation import (
-    _is_integral,
+    is_integral,
     check_int,
     check_nonnegative,
     check_positive,
@@ -64,7 +64,7 @@ def check_sizes_or_empty(name: str, value: Any) -> tuple[int, ...]:
     except TypeError:
         raise ValueError(f"{name} must be a sequence of positive integers, got {value!r}") from None
     if any(
-        isinstance(s, bool) or not (isinstance(s, int) or _is_integral(s)) or s < 1 for s in sizes
+        isinstance(s, bool) or not (isinstance(s, int) or is_integral(s)) or s < 1 for s in sizes
     ):
         raise ValueError(f"{name} must be a sequence of positive integers, got {value!r}")
     return tuple(int(s) for s in sizes)

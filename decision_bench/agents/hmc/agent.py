@@ -29,9 +29,9 @@ import jax
 import jax.numpy as jnp
 
 from decision_bench._src.validation import check_choice, check_positive, check_sizes
-from decision_bench.agents import _bayes_common as common
-from decision_bench.agents import _data_buffer
-from decision_bench.agents._data_buffer import DataBuffer
+from decision_bench.agents._src import checks
+from decision_bench.agents import data_buffer
+from decision_bench.agents.data_buffer import DataBuffer
 from decision_bench.agents.base import Agent, Batch
 from decision_bench.agents.core import as_hyper, bind
 from decision_bench.agents.hmc.coordinates import (
@@ -88,22 +88,22 @@ class HMCConfig:
         check_choice("prior", self.prior, PRIOR_FAMILIES)
         check_choice("algorithm", self.algorithm, ALGORITHMS)
         check_choice("activation", self.activation, ACTIVATIONS)
-        common.validate_fields(
+        checks.validate_fields(
             self,
             {
                 "hidden_sizes": check_sizes,
-                "num_chains": common.at_least(1),
-                "num_warmup": common.at_least(1),
+                "num_chains": checks.at_least(1),
+                "num_warmup": checks.at_least(1),
                 # split R-hat halves each chain; each half needs >= 2 draws
-                "num_samples": common.at_least(4),
-                "thinning": common.at_least(1),
-                "num_integration_steps": common.at_least(1),
-                "max_num_doublings": common.at_least(1),
+                "num_samples": checks.at_least(4),
+                "thinning": checks.at_least(1),
+                "num_integration_steps": checks.at_least(1),
+                "max_num_doublings": checks.at_least(1),
                 "initial_step_size": check_positive,
                 "target_acceptance_rate": _open_unit_interval,
-                "step_size_jitter": common.unit_interval_open,
-                "num_probes": common.at_least(1),
-                "batch_size": common.at_least(1),
+                "step_size_jitter": checks.unit_interval_open,
+                "num_probes": checks.at_least(1),
+                "batch_size": checks.at_least(1),
             },
         )
 
@@ -190,7 +190,7 @@ def hmc_posterior(
                 )
     x = jnp.asarray(data.x, jnp.float32)
     y = jnp.asarray(data.y, jnp.int32)
-    common.check_batch_dim(x, y, coords.input_dim, "hmc_posterior")
+    checks.check_batch_dim(x, y, coords.input_dim, "hmc_posterior")
     return _posterior(_settings(config, coords), key, _hyper(config, prior.temperature), x, y)
 
 
@@ -214,7 +214,7 @@ def _functions(settings: SamplerSettings, num_rows: int):
         members = jax.vmap(prior.init)(jax.random.split(key, settings.num_members))
         return HMCState(
             members=members,
-            data=_data_buffer.empty(num_rows, input_dim),
+            data=data_buffer.empty(num_rows, input_dim),
             diagnostics=initial_diagnostics(settings.num_quantities, settings.num_chains),
         )
 
@@ -227,23 +227,23 @@ def _functions(settings: SamplerSettings, num_rows: int):
     def update(hyper: HMCHyper, key: jax.Array, state: HMCState, batch: Batch) -> HMCState:
         """Stores the batch's examples at their positions and reruns the chains
         on every row stored (a sequential use: each update costs a full run)."""
-        common.check_batch_dim(batch.x, batch.y, input_dim, "hmc update")
-        return resample(hyper, key, _data_buffer.write(state.data, batch), batch.num_seen)
+        checks.check_batch_dim(batch.x, batch.y, input_dim, "hmc update")
+        return resample(hyper, key, data_buffer.write(state.data, batch), batch.num_seen)
 
     def fit_data(hyper: HMCHyper, key: jax.Array, state: HMCState, data: Dataset, num_train: jax.Array) -> HMCState:
         """The chains on the first num_train rows of data (x [rows, d], y [rows])."""
-        common.check_batch_dim(data.x, data.y, input_dim, "hmc fit_data")
-        return resample(hyper, key, _data_buffer.from_dataset(num_rows, data, num_train), num_train)
+        checks.check_batch_dim(data.x, data.y, input_dim, "hmc fit_data")
+        return resample(hyper, key, data_buffer.from_dataset(num_rows, data, num_train), num_train)
 
     def member_logits(hyper: HMCHyper, state: HMCState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [num_members, n, C]: every kept draw."""
-        common.check_input_dim(x, input_dim, "hmc member_logits")
+        checks.check_input_dim(x, input_dim, "hmc member_logits")
         prior = coords.prior(hyper.temperature)
         return jax.vmap(prior.logits, (0, None))(state.members, x)
 
     def sample_logits(hyper: HMCHyper, key: jax.Array, state: HMCState, x: jax.Array) -> jax.Array:
         """x [n, d] -> [n, C]: one kept draw, picked uniformly, for all n inputs."""
-        common.check_input_dim(x, input_dim, "hmc sample_logits")
+        checks.check_input_dim(x, input_dim, "hmc sample_logits")
         i = jax.random.randint(key, (), 0, settings.num_members)
         member = jax.tree.map(lambda leaf: leaf[i], state.members)
         return coords.prior(hyper.temperature).logits(member, x)

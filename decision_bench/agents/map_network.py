@@ -1,6 +1,6 @@
 """A ReLU MLP trained to its MAP estimate (mean cross-entropy plus the decayed L2, by
 Adam) that keeps every training row it has seen, at its ``Batch.index`` position
-(agents/_data_buffer.py). laplace puts its last-layer posterior and deep_kernel its
+(agents/data_buffer.py). laplace puts its last-layer posterior and deep_kernel its
 kernel head on this network; both need the rows under the final network at
 prediction time, so they share its state, its initialisation and its update.
 """
@@ -12,8 +12,8 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from decision_bench.agents import _data_buffer, core
-from decision_bench.agents._data_buffer import DataBuffer
+from decision_bench.agents import data_buffer, core
+from decision_bench.agents.data_buffer import DataBuffer
 from decision_bench.agents._src.losses import mean_cross_entropy
 from decision_bench.agents._src.networks import relu_mlp
 from decision_bench.agents.base import Batch
@@ -40,7 +40,7 @@ def map_training(
         return MapState(
             params=params,
             opt_state=core.init_optimizer(hyper, params),
-            data=_data_buffer.empty(capacity, input_dim),
+            data=data_buffer.empty(capacity, input_dim),
             num_seen=jnp.zeros((), jnp.float32),
         )
 
@@ -56,7 +56,7 @@ def map_training(
     def update(hyper: Any, key: jax.Array, state: MapState, batch: Batch) -> MapState:
         """One Adam step towards the MAP; stores the batch's rows."""
         return train(hyper, key, state, batch)._replace(
-            data=_data_buffer.write(state.data, batch),
+            data=data_buffer.write(state.data, batch),
             num_seen=jnp.asarray(batch.num_seen, jnp.float32),
         )
 
