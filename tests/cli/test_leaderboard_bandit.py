@@ -17,7 +17,7 @@ from decision_bench.experiments.baselines import (
     bandit_stale_reasons, load_baselines, reusable_rows, stale_reasons, store_baselines,
 )
 from decision_bench.experiments.cells import Cell, agent_fingerprint
-from decision_bench.experiments.presets import Preset, _items
+from decision_bench.experiments.presets import Preset, sorted_items
 from decision_bench.experiments.reproduce import build_cells, run_preset
 
 SMALL_MLP = {"mlp": {"hidden_sizes": (8,), "num_steps": 20}}
@@ -33,12 +33,12 @@ def _tiny_preset() -> Preset:
         testbed_seeds=2,
         num_test=20,
         num_models=10,
-        testbed_overrides=_items(SMALL_MLP),
+        testbed_overrides=sorted_items(SMALL_MLP),
         bandit_env="NeuralBandit-v0",
         bandit_env_kwargs=tuple(ENV_KWARGS.items()),
         bandit_steps=STEPS,
         bandit_seeds=len(SEEDS),
-        bandit_overrides=_items(SMALL_MLP),
+        bandit_overrides=sorted_items(SMALL_MLP),
     )
 
 
