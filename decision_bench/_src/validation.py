@@ -10,6 +10,13 @@ import math
 from typing import Any, Callable, Iterable
 
 
+def repeated(values: Iterable[Any]) -> list:
+    """The values that occur more than once, sorted: what every "give each ... once"
+    check refuses (a name or setting given twice would run or be written twice)."""
+    values = list(values)
+    return sorted({v for v in values if values.count(v) > 1})
+
+
 def check_int(name: str, value: Any, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int,)) and not is_integral(value):
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

@@ -138,13 +138,8 @@ class LogisticConfig:
 LogisticState = core.TrainState  # params: flax Dense params, kernel [d, C], bias [C]
 
 
-class LogisticHyper(NamedTuple):
-    """The traced hyperparameters of LogisticConfig and the problem's temperature, each a
-    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
-
-    l2: jax.Array
-    learning_rate: jax.Array
-    temperature: jax.Array
+# LogisticConfig's traced fields are l2 and learning_rate: the shared record.
+LogisticHyper = core.L2Hyper
 
 
 def l2_weight(spec: ProblemSpec, config: LogisticConfig, num_seen: jax.Array) -> jax.Array:

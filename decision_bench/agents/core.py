@@ -120,6 +120,16 @@ def traced_fields(config: Any) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(config) if f.metadata.get(_TRACED))
 
 
+class L2Hyper(NamedTuple):
+    """The traced hyperparameters of a config whose real-valued fields are l2 and
+    learning_rate (mlp, ensemble, logistic), and the problem's temperature: [] f32
+    leaves. Those families name it ``MLPHyper``, ``EnsembleHyper``, ``LogisticHyper``."""
+
+    l2: jax.Array
+    learning_rate: jax.Array
+    temperature: jax.Array
+
+
 @functools.lru_cache(maxsize=None)
 def hyper_class(config_class: type) -> type:
     """The NamedTuple of a config class's traced hyperparameters and ``temperature``

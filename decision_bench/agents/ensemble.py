@@ -105,13 +105,8 @@ class EnsemblePlusState(NamedTuple):
     bootstrap_weights: jax.Array  # [M, L] f32, mean 1 (L = 1 for "none")
 
 
-class EnsembleHyper(NamedTuple):
-    """The traced hyperparameters of EnsembleConfig and the problem's temperature, each a
-    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
-
-    l2: jax.Array
-    learning_rate: jax.Array
-    temperature: jax.Array
+# EnsembleConfig's traced fields are l2 and learning_rate: the shared record.
+EnsembleHyper = core.L2Hyper
 
 
 class EnsemblePlusHyper(NamedTuple):

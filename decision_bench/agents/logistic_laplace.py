@@ -16,9 +16,6 @@ learning_rate, posterior_scale and the problem's temperature.
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
-
-import jax
 
 from decision_bench._src.validation import check_positive
 from decision_bench.agents import core, laplace
@@ -43,14 +40,8 @@ class LogisticLaplaceConfig(LogisticConfig):
 LogisticLaplaceState = laplace.LaplaceState
 
 
-class LogisticLaplaceHyper(NamedTuple):
-    """The traced hyperparameters of LogisticLaplaceConfig and the problem's temperature, each a
-    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
-
-    l2: jax.Array
-    learning_rate: jax.Array
-    posterior_scale: jax.Array
-    temperature: jax.Array
+# The same traced fields as LaplaceConfig's.
+LogisticLaplaceHyper = laplace.LaplaceHyper
 
 
 def make_logistic_laplace(spec: ProblemSpec, config: LogisticLaplaceConfig) -> Agent:

@@ -12,7 +12,6 @@ in the reference loss.
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
 
 import jax
 
@@ -46,13 +45,8 @@ class MLPConfig:
 MLPState = core.TrainState
 
 
-class MLPHyper(NamedTuple):
-    """The traced hyperparameters of MLPConfig and the problem's temperature, each a
-    [] f32 leaf (``core.hyper_class`` checks them against the config)."""
-
-    l2: jax.Array
-    learning_rate: jax.Array
-    temperature: jax.Array
+# MLPConfig's traced fields are l2 and learning_rate: the shared record.
+MLPHyper = core.L2Hyper
 
 
 def l2_weight(spec: ProblemSpec, config: MLPConfig, num_seen: jax.Array) -> jax.Array:

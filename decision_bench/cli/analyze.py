@@ -10,11 +10,11 @@ import argparse
 
 import pandas as pd
 
-from decision_bench._src.console import HelpFormatter, print_error
+from decision_bench._src.console import print_error
 from decision_bench._src.extras import FIGURES_SKIPPED
 from decision_bench.analysis.correlation import SKEWED_NOTE, excludes_estimate
 from decision_bench.analysis.pipeline import analyze
-from decision_bench.cli.arguments import RESAMPLES_HELP, parse_resamples
+from decision_bench.cli.arguments import RESAMPLES_HELP, add_command, parse_resamples
 
 __all__ = ["print_robustness", "print_skewed_intervals", "register", "run"]
 
@@ -28,10 +28,9 @@ def _nonnegative_int(text: str) -> int:
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Adds `analyze` to `subparsers` (from ArgumentParser.add_subparsers())."""
-    parser = subparsers.add_parser(
-        "analyze",
-        help="correlate testbed d_KL with bandit regret; write figures and report.md",
-        description=(
+    parser = add_command(
+        subparsers, "analyze", "correlate testbed d_KL with bandit regret; write figures and report.md",
+        (
             "Reads DIR/testbed.csv and DIR/bandit.csv and writes DIR/correlations.csv, "
             "DIR/joined.csv, the figures (PNG and PDF) and DIR/report.md. Both files are checked "
             "before anything is written; see the README for their required columns. Results of several "
@@ -39,7 +38,6 @@ def register(subparsers) -> argparse.ArgumentParser:
             "DIR/robustness_summary.csv, DIR/robustness_matrices.csv, heat maps, DIR/regret_by_dimension.csv "
             "and a robustness section in the report."
         ),
-        formatter_class=HelpFormatter,
     )
     parser.add_argument("directory", metavar="DIR", help="results directory")
     parser.add_argument("--resamples", default=1000, metavar="N", help=RESAMPLES_HELP)

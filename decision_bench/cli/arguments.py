@@ -6,12 +6,21 @@ import argparse
 import dataclasses
 from typing import Any, Sequence
 
+from decision_bench._src.console import HelpFormatter
 from decision_bench._src.memory import MAX_RESAMPLES, check_count
+from decision_bench._src.validation import repeated
 from decision_bench.agents import Agent, registry
 from decision_bench.analysis.correlation import MIN_TAIL_DRAWS, min_resamples
 from decision_bench.experiments.agent_files import AgentFile
 from decision_bench.experiments.cells import config_label
 from decision_bench.specs import ProblemSpec
+
+
+def add_command(subparsers, name: str, help: str, description: str, epilog: str | None = None):
+    """A subcommand's parser with the package's help formatter: ``help`` is its line in
+    ``decision-bench --help``, ``description`` and ``epilog`` frame ``NAME --help``."""
+    return subparsers.add_parser(name, help=help, description=description, epilog=epilog,
+                                 formatter_class=HelpFormatter)
 
 
 def parse_agent_list(text: str, flag: str = "--agents") -> tuple[str, ...]:
@@ -26,9 +35,8 @@ def parse_agent_list(text: str, flag: str = "--agents") -> tuple[str, ...]:
     names = tuple(name.strip() for name in str(text).split(",") if name.strip())
     if not names:
         raise ValueError(f"{flag} must name at least one agent, got {text!r}")
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise ValueError(f"{flag} names {', '.join(map(repr, repeated))} twice, got {text!r}; give each agent once")
+    if repeats := repeated(names):
+        raise ValueError(f"{flag} names {', '.join(map(repr, repeats))} twice, got {text!r}; give each agent once")
     return names
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from decision_bench._src.console import HelpFormatter, print_error
+from decision_bench._src.console import print_error
 from decision_bench._src.extras import FIGURES_SKIPPED, plotting_available
 from decision_bench._src.files import write_results_csv
 from decision_bench._src.memory import bandit_memory, check_count, check_fits
@@ -50,6 +50,7 @@ from decision_bench.analysis.figures import plot_regret
 from decision_bench.analysis.tables import failed_seed_lines, seed_summary
 from decision_bench.bandit import DEFAULT_REGULARIZATION, BanditLoopConfig, make_loop
 from decision_bench.cli.arguments import (
+    add_command,
     add_agent_options,
     add_display_options,
     check_replay_flags,
@@ -75,12 +76,8 @@ FIGURE_NAME = "bandit_regret.png"
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Adds the ``bandit`` subcommand; its ``func(args)`` returns the exit status."""
-    p = subparsers.add_parser(
-        "bandit",
-        help="Thompson sampling in the neural bandit (regret curves per agent)",
-        description=__doc__,
-        formatter_class=HelpFormatter,
-    )
+    p = add_command(subparsers, "bandit", "Thompson sampling in the neural bandit (regret curves per agent)",
+                    __doc__)
     p.add_argument("--agents", default="mlp", help="comma-separated agent names (registered, or an --agent-file's)")
     add_agent_options(p, "; wins over --learning-rate for that agent")
     p.add_argument(

@@ -53,7 +53,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import atomic_write_text, write_results_csv
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.validation import check_choice
@@ -61,7 +60,7 @@ from decision_bench.agents import names as registered_names
 from decision_bench.analysis.leaderboard import (
     bandit_markdown, bandit_paired_differences, bandit_scores, markdown, paired_differences, regret_trend, scores,
 )
-from decision_bench.cli.arguments import add_agent_options, parse_agent_list, parse_settings, settings_label
+from decision_bench.cli.arguments import add_agent_options, add_command, parse_agent_list, parse_settings, settings_label
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, describe_testbed_cell
 from decision_bench.experiments.baselines import (
     STORED_DIR, Baselines, bandit_stale_reasons, library_differences, load_baselines, stale_reasons, stored_names,
@@ -77,12 +76,9 @@ CELLS_DIR = "cells"
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Adds the ``leaderboard`` subcommand to an argparse subparsers object."""
-    parser = subparsers.add_parser(
-        "leaderboard",
-        help="your agents against the stored core agents on the very same problems",
-        description=__doc__.splitlines()[0],
-        formatter_class=HelpFormatter,
-    )
+    parser = add_command(subparsers, "leaderboard",
+                         "your agents against the stored core agents on the very same problems",
+                         __doc__.splitlines()[0])
     parser.add_argument("--agents", default=None, help="comma-separated registered agent names to score")
     add_agent_options(parser)
     parser.add_argument(

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from decision_bench._src.console import HelpFormatter
 from decision_bench._src.extras import FIGURES_SKIPPED
 from decision_bench._src.tensorboard import TensorBoardLog
 from decision_bench.analysis import analyze
@@ -28,6 +27,7 @@ from decision_bench.analysis.correlation import check_num_resamples
 from decision_bench.analysis.pipeline import HEADLINE_LEVELS, headline
 from decision_bench.cli.analyze import print_robustness, print_skewed_intervals
 from decision_bench.cli.arguments import (
+    add_command,
     RESAMPLES_HELP, add_agent_options, add_display_options, parse_agent_list, parse_resamples, parse_settings,
 )
 from decision_bench.experiments.agent_files import read_agent_files
@@ -151,9 +151,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         ("reproduce", "testbed + bandit + analysis, resumable (the papers' headline result)"),
         ("demo", "what `make demo` runs: reproduce --preset demo"),
     ):
-        p = subparsers.add_parser(
-            name, help=help_text, description=help_text, formatter_class=HelpFormatter
-        )
+        p = add_command(subparsers, name, help_text, help_text)
         if name == "reproduce":
             p.add_argument("--preset", default=None, choices=PRESET_NAMES,
                            help="(default: demo) demo: < 3 min on 2 cores; quick: < 30 min; standard: the papers' headline "

@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from decision_bench._src.console import HelpFormatter
+from decision_bench.cli.arguments import add_command
 
 __all__ = ["register", "run"]
 
@@ -39,12 +39,10 @@ def register(subparsers) -> argparse.ArgumentParser:
     """Adds ``store-baselines`` to ``subparsers`` (from ArgumentParser.add_subparsers())."""
     from decision_bench.experiments.baselines import NAME_RULE  # noqa: PLC0415
 
-    parser = subparsers.add_parser(
-        "store-baselines",
-        help="store finished testbed or reproduce runs as a baselines set for leaderboard --baselines",
-        description=__doc__.splitlines()[0],
-        epilog="\n".join(__doc__.splitlines()[1:]),
-        formatter_class=HelpFormatter,
+    parser = add_command(
+        subparsers, "store-baselines",
+        "store finished testbed or reproduce runs as a baselines set for leaderboard --baselines",
+        __doc__.splitlines()[0], "\n".join(__doc__.splitlines()[1:]),
     )
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                         help="the folders of finished decision-bench testbed (or reproduce) runs")

@@ -57,13 +57,14 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import atomic_write_text, write_results_csv
 from decision_bench._src.memory import check_count
 from decision_bench._src.rundir import claim_run_dir
 from decision_bench._src.tensorboard import TensorBoardLog
+from decision_bench._src.validation import repeated
 from decision_bench.agents import names as agent_registry
 from decision_bench.cli.arguments import (
+    add_command,
     add_agent_options,
     add_display_options,
     parse_settings,
@@ -105,13 +106,8 @@ either --sweep or grid flags, not both; with grid flags --num-train and
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Adds the ``testbed`` subcommand to an argparse subparsers object."""
-    parser = subparsers.add_parser(
-        "testbed",
-        help="offline d_KL of marginal and joint predictions on a testbed sweep",
-        description=__doc__.splitlines()[0],
-        epilog=_EPILOG,
-        formatter_class=HelpFormatter,
-    )
+    parser = add_command(subparsers, "testbed", "offline d_KL of marginal and joint predictions on a testbed sweep",
+                         __doc__.splitlines()[0], _EPILOG)
     parser.add_argument("--agents", default=None,
                         help="comma-separated agent names, registered or an --agent-file's (default: mlp)")
     add_agent_options(parser)
@@ -205,9 +201,8 @@ def _realdata_plan(
     )
     if not datasets:
         raise ValueError(f"--datasets must name at least one data set, got {args.datasets!r}")
-    repeated = sorted({d for d in datasets if datasets.count(d) > 1})
-    if repeated:
-        raise ValueError(f"--datasets names {repeated} twice, got {args.datasets!r}; give each data set once")
+    if repeats := repeated(datasets):
+        raise ValueError(f"--datasets names {repeats} twice, got {args.datasets!r}; give each data set once")
     seeds = tuple(range(seed_count(args.seeds, sweep.num_seeds)))
     cells = realdata_cells(
         agents, datasets, sweep.num_train, seeds, sweep.designs,

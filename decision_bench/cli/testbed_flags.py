@@ -12,7 +12,7 @@ import math
 from typing import Sequence
 
 from decision_bench._src.memory import INT32_MAX
-from decision_bench._src.validation import check_choice
+from decision_bench._src.validation import check_choice, repeated
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_registry
 from decision_bench.agents.registry import check_inputs_fit
@@ -117,9 +117,8 @@ def parse_number_list(flag: str, text: str) -> tuple[float, ...]:
 
 
 def _check_distinct(flag: str, values: tuple, text: str) -> None:
-    repeated = sorted({v for v in values if values.count(v) > 1})
-    if repeated:
-        shown = ", ".join(f"{v:g}" for v in repeated)
+    if repeats := repeated(values):
+        shown = ", ".join(f"{v:g}" for v in repeats)
         raise ValueError(f"{flag} must not repeat a value, got {text!r} (repeated: {shown})")
 
 

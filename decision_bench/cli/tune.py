@@ -13,11 +13,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from decision_bench._src.console import HelpFormatter
 from decision_bench._src.files import write_results_csv
 from decision_bench._src.memory import check_count
 from decision_bench._src.rundir import claim_run_dir
-from decision_bench.cli.arguments import add_agent_options, parse_settings, seed_count
+from decision_bench.cli.arguments import add_agent_options, add_command, parse_settings, seed_count
 from decision_bench.evaluation.sweeps import SWEEP_NAMES, get_sweep
 from decision_bench.experiments.agent_files import host_agent_names, read_agent_files
 from decision_bench.experiments.estimate import check_testbed_memory
@@ -47,12 +46,8 @@ def _parse_grid(items: Sequence[str]) -> dict[str, tuple[float, ...]]:
 
 def register(subparsers) -> argparse.ArgumentParser:
 
-    p = subparsers.add_parser(
-        "tune",
-        help="a grid of an agent's real-valued hyperparameters as one vmapped program (App. C)",
-        description=__doc__,
-        formatter_class=HelpFormatter,
-    )
+    p = add_command(subparsers, "tune",
+                    "a grid of an agent's real-valued hyperparameters as one vmapped program (App. C)", __doc__)
     p.add_argument("agent", help="a registered agent name, or the NAME of an --agent-file")
     add_agent_options(p, "; fixed for every grid point (a field cannot be both --set and --grid)")
     p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",

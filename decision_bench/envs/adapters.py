@@ -91,13 +91,9 @@ class BanditEnv(gymnasium.Env):
     """
 
     metadata = {"render_modes": []}
-    # The registered id a subclass plays (``NeuralBanditEnv``: "NeuralBandit-v0").
-    env_id: str | None = None
 
-    def __init__(self, env_id: str | None = None, **kwargs: Any):
-        env_id = self.env_id if env_id is None else env_id
-        if env_id is None:
-            raise TypeError("BanditEnv needs an env_id, e.g. BanditEnv('NeuralBandit-v0')")
+    def __init__(self, env_id: str, **kwargs: Any):
+        # gymnasium.make passes env_id from the registration (registration.py).
         self.core = make_bandit(env_id, **kwargs)
         self.observation_space = _observation_space(self.core)
         self.action_space = spaces.Discrete(self.core.num_actions)
@@ -130,48 +126,6 @@ class BanditEnv(gymnasium.Env):
             self.core, self._key, self._state, jnp.int32(a), self._params
         )
         return np.asarray(obs), float(reward), False, False, _python_info(info)
-
-
-class NeuralBanditEnv(BanditEnv):
-    """``decision_bench/NeuralBandit-v0``: fixed action set, random-MLP rewards."""
-
-    env_id = "NeuralBandit-v0"
-
-
-class ContextualNeuralBanditEnv(BanditEnv):
-    """``decision_bench/ContextualNeuralBandit-v0``: a fresh action set every step."""
-
-    env_id = "ContextualNeuralBandit-v0"
-
-
-class ClassificationBanditEnv(BanditEnv):
-    """``decision_bench/ClassificationBandit-v0``: one example per step, an arm per class."""
-
-    env_id = "ClassificationBandit-v0"
-
-
-class WheelBanditEnv(BanditEnv):
-    """``decision_bench/WheelBandit-v0``: the Showdown's wheel; Gaussian rewards (envs/showdown.py)."""
-
-    env_id = "WheelBandit-v0"
-
-
-class LinearBanditEnv(BanditEnv):
-    """``decision_bench/LinearBandit-v0``: the Showdown's linear bandit; Gaussian rewards."""
-
-    env_id = "LinearBandit-v0"
-
-
-class SparseLinearBanditEnv(BanditEnv):
-    """``decision_bench/SparseLinearBandit-v0``: the Showdown's sparse linear bandit."""
-
-    env_id = "SparseLinearBandit-v0"
-
-
-class BernoulliBanditEnv(BanditEnv):
-    """``decision_bench/BernoulliBandit-v0``: independent arms with p_i ~ U(0, 1)."""
-
-    env_id = "BernoulliBandit-v0"
 
 
 @jax.jit
@@ -295,31 +249,3 @@ class BanditVectorEnv(VectorEnv):
             info_np[k] = np.asarray(v)
             info_np["_" + k] = np.ones(self.num_envs, bool) if k in RESET_INFO_KEYS else ~np.asarray(needs_reset)
         return np.asarray(obs), np.asarray(reward, np.float32), terminated, truncated, info_np
-
-
-def neural_bandit_vector(**kwargs):
-    return BanditVectorEnv("NeuralBandit-v0", **kwargs)
-
-
-def contextual_neural_bandit_vector(**kwargs):
-    return BanditVectorEnv("ContextualNeuralBandit-v0", **kwargs)
-
-
-def bernoulli_bandit_vector(**kwargs):
-    return BanditVectorEnv("BernoulliBandit-v0", **kwargs)
-
-
-def classification_bandit_vector(**kwargs):
-    return BanditVectorEnv("ClassificationBandit-v0", **kwargs)
-
-
-def wheel_bandit_vector(**kwargs):
-    return BanditVectorEnv("WheelBandit-v0", **kwargs)
-
-
-def linear_bandit_vector(**kwargs):
-    return BanditVectorEnv("LinearBandit-v0", **kwargs)
-
-
-def sparse_linear_bandit_vector(**kwargs):
-    return BanditVectorEnv("SparseLinearBandit-v0", **kwargs)

@@ -10,32 +10,29 @@ import gymnasium
 # overrides it, and gym.make's -1 removes it.
 MAX_EPISODE_STEPS = 10_000
 
-_IDS = {
-    "decision_bench/NeuralBandit-v0": ("NeuralBanditEnv", "neural_bandit_vector"),
-    "decision_bench/ContextualNeuralBandit-v0": (
-        "ContextualNeuralBanditEnv",
-        "contextual_neural_bandit_vector",
-    ),
-    "decision_bench/BernoulliBandit-v0": ("BernoulliBanditEnv", "bernoulli_bandit_vector"),
-    "decision_bench/ClassificationBandit-v0": (
-        "ClassificationBanditEnv",
-        "classification_bandit_vector",
-    ),
-    "decision_bench/WheelBandit-v0": ("WheelBanditEnv", "wheel_bandit_vector"),
-    "decision_bench/LinearBandit-v0": ("LinearBanditEnv", "linear_bandit_vector"),
-    "decision_bench/SparseLinearBandit-v0": ("SparseLinearBanditEnv", "sparse_linear_bandit_vector"),
-}
+# Every id plays one core of envs/bandits.py through the same two adapters; the
+# registration passes the core's name (gymnasium.make and make_vec hand it on).
+_IDS = (
+    "NeuralBandit-v0",
+    "ContextualNeuralBandit-v0",
+    "BernoulliBandit-v0",
+    "ClassificationBandit-v0",
+    "WheelBandit-v0",
+    "LinearBandit-v0",
+    "SparseLinearBandit-v0",
+)
 
 
 def register_envs() -> tuple[str, ...]:
     """Registers every id with both a single and a vector entry point and
     ``max_episode_steps=MAX_EPISODE_STEPS``; returns the ids."""
-    for env_id, (single, vector) in _IDS.items():
-        if env_id not in gymnasium.registry:
+    for name in _IDS:
+        if f"decision_bench/{name}" not in gymnasium.registry:
             gymnasium.register(
-                id=env_id,
-                entry_point=f"decision_bench.envs.adapters:{single}",
-                vector_entry_point=f"decision_bench.envs.adapters:{vector}",
+                id=f"decision_bench/{name}",
+                entry_point="decision_bench.envs.adapters:BanditEnv",
+                vector_entry_point="decision_bench.envs.adapters:BanditVectorEnv",
                 max_episode_steps=MAX_EPISODE_STEPS,
+                kwargs={"env_id": name},
             )
-    return tuple(_IDS)
+    return tuple(f"decision_bench/{name}" for name in _IDS)

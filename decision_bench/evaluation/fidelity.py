@@ -424,8 +424,23 @@ def summarize_fidelity(arrays: FidelityArrays, *, strict: bool = False) -> dict[
     }
 
 
-@dataclasses.dataclass(frozen=True)
-class FidelityResult:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _ResultSettings:
+    """The settings both result classes report (``_result_settings``): the design,
+    the label and model-set methods, and each side's model-set size."""
+
+    tau: int
+    kappa: int | None
+    num_test: int
+    label_method: str
+    method: str
+    reference_method: str
+    num_models: int
+    reference_num_models: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FidelityResult(_ResultSettings):
     """Fidelity of an agent to a reference on one problem.
 
     agreement: share of test inputs where the two marginal predictions have the
@@ -453,18 +468,10 @@ class FidelityResult:
     fraction_finite: float
     tv_joint_per_sample: np.ndarray
     kl_per_sample: np.ndarray
-    tau: int
-    kappa: int | None
-    num_test: int
-    label_method: str
-    method: str
-    reference_method: str
-    num_models: int
-    reference_num_models: int
 
 
-@dataclasses.dataclass(frozen=True)
-class ReferenceKLResult:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReferenceKLResult(_ResultSettings):
     """d_KL^tau of an agent against a reference's predictive, KL(P_ref || P_agent).
 
     kl, kl_stderr (over test tuples), kl_mc_stderr (label sampling; 0 when
@@ -477,14 +484,6 @@ class ReferenceKLResult:
     kl_mc_stderr: float
     per_sample: np.ndarray
     fraction_finite: float
-    tau: int
-    kappa: int | None
-    num_test: int
-    label_method: str
-    method: str
-    reference_method: str
-    num_models: int
-    reference_num_models: int
 
 
 def _evaluate(
@@ -515,11 +514,10 @@ def _evaluate(
 
 
 def _result_settings(cfg: FidelityConfig, num_models: int, reference_num_models: int) -> dict[str, Any]:
-    """The settings both result classes report: the resolved config's design, label and
-    model-set methods, and each side's model-set size."""
-    fields = ("tau", "kappa", "num_test", "label_method", "method", "reference_method")
+    """``_ResultSettings``'s fields from the resolved config and the two model-set sizes."""
     sizes = {"num_models": num_models, "reference_num_models": reference_num_models}
-    return {**{name: getattr(cfg, name) for name in fields}, **sizes}
+    names = [f.name for f in dataclasses.fields(_ResultSettings) if f.name not in sizes]
+    return {**{name: getattr(cfg, name) for name in names}, **sizes}
 
 
 def posterior_fidelity(

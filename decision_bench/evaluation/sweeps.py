@@ -49,6 +49,7 @@ import dataclasses
 from typing import Any, Callable, Iterable
 
 from decision_bench._src.validation import (
+    repeated,
     check_choice,
     check_int,
     check_optional_int,
@@ -175,9 +176,8 @@ def _distinct(name: str, values: Any, check: Callable[[str, Any], Any]) -> tuple
     checked = tuple(check(f"{name}[{i}]", v) for i, v in enumerate(values))
     if not checked:
         raise ValueError(f"{name} must list at least one value, got {values!r}")
-    repeated = sorted({v for v in checked if checked.count(v) > 1})
-    if repeated:
-        raise ValueError(f"{name} must not repeat values, got {list(checked)} (repeated: {repeated})")
+    if repeats := repeated(checked):
+        raise ValueError(f"{name} must not repeat values, got {list(checked)} (repeated: {repeats})")
     return checked
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from decision_bench._src.files import sha256_hex
-from decision_bench._src.validation import reporting_user_errors, user_code_error
+from decision_bench._src.validation import repeated, reporting_user_errors, user_code_error
 
 
 # An agent name is written in comma-separated --agents lists, in --set AGENT.FIELD=VALUE
@@ -201,10 +201,8 @@ def read_agent_files(paths: Iterable[str | Path], registered: Sequence[str] = ()
             f"the run's agents {list(registered)} already name the agent file agent(s) {clash}; an --agent-file "
             "adds its agent to the run by itself: leave it out of the agents list"
         )
-    names = [f.name for f in files]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ValueError(f"agent files name {repeated} twice; give each agent once")
+    if repeats := repeated(f.name for f in files):
+        raise ValueError(f"agent files name {repeats} twice; give each agent once")
     return files
 
 

@@ -27,6 +27,7 @@ from decision_bench._src.devices import usable_cores
 from decision_bench._src.console import RunFailed
 from decision_bench._src.extras import require_extra
 from decision_bench._src.files import write_results_csv
+from decision_bench._src.validation import repeated
 from decision_bench._src.worker import describe_exit, read_message, write_message
 from decision_bench.experiments.cells import Cell
 from decision_bench.experiments.estimate import LONG_RUN_SECONDS, estimate_cells
@@ -114,9 +115,7 @@ def run_cells(
     for i, cell in enumerate(cells):
         if not isinstance(cell, Cell):
             raise ValueError(f"cells[{i}] must be a Cell, got {type(cell).__name__}")
-    ids = [c.id for c in cells]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
-    if duplicates:
+    if duplicates := repeated(c.id for c in cells):
         raise ValueError(f"cells contain duplicates: {duplicates[:5]}")
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {list(EXECUTORS)}, got {executor!r}")

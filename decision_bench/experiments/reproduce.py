@@ -30,7 +30,7 @@ import pandas as pd
 
 from decision_bench._src.files import atomic_write_text, write_results_csv
 from decision_bench._src.rundir import claim_run_dir
-from decision_bench._src.validation import check_choice
+from decision_bench._src.validation import check_choice, repeated
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_names
 from decision_bench.agents.registry import check_inputs_fit
@@ -236,10 +236,9 @@ def _plan(
     check_agents(chosen)
     custom = read_agent_files(agent_files, registered=chosen)
     all_agents = chosen + tuple(f.name for f in custom)
-    repeated = sorted({n for n in all_agents if all_agents.count(n) > 1})
-    if repeated:
+    if repeats := repeated(all_agents):
         # Two cells of one id would be computed and their rows written twice.
-        raise ValueError(f"agents and agent files name {repeated} twice; give each agent once")
+        raise ValueError(f"agents and agent files name {repeats} twice; give each agent once")
     strangers = sorted(set(settings or {}) - set(all_agents))
     if strangers:
         raise ValueError(f"settings name {strangers}, which this run does not run; its agents are {list(all_agents)}")
