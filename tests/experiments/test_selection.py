@@ -1,6 +1,7 @@
 """experiments.selection: the reference's sweeps in this package's names, and the verdict."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -152,3 +153,27 @@ def test_one_problem_gives_no_verdict():
     rows = _rows({"default": np.array([[1.0, 10.0]] * 4), "l2=0.1": np.array([[0.5, 5.0]] * 4)})
     one = rows[(rows.num_train == 1) & (rows.seed == 0)]
     assert "too few for a verdict" in default_against_best("mlp", one).line()
+
+
+_STORED = sorted(Path(__file__).parents[2].joinpath("bench", "data").glob("selection_*_rows.csv"))
+
+
+@pytest.mark.parametrize("rows_path", _STORED, ids=[p.stem for p in _STORED])
+def test_stored_selection_table_is_what_its_stored_rows_give(rows_path):
+    """bench/data/selection_<agent>.csv (quoted in docs/fidelity.md) is selection_table of
+    the rows stored beside it, and those rows hold every planned point on the stated slice."""
+    rows = pd.read_csv(rows_path)
+    agent = rows.agent.iloc[0]
+    stored = pd.read_csv(rows_path.with_name(f"selection_{agent}.csv"))
+    computed = selection_table(rows)
+    assert list(computed.point) == list(stored.point)
+    for column in ("dkl_1", "dkl_10", "dkl_agg", "dkl_agg_stderr"):
+        np.testing.assert_allclose(computed[column], stored[column], rtol=1e-12)
+    assert list(computed.best) == list(stored.best) and list(computed.default) == list(stored.default)
+    planned = {point_label(agent, p) for s in PAPER_STUDIES[agent] for p in s.points()}
+    assert planned <= set(rows.point)
+    sweep = selection_sweep()
+    assert set(rows.num_train) == set(selection.SLICE_NUM_TRAINS)
+    assert set(rows.temperature) == set(selection.SLICE_TEMPERATURES)
+    assert set(rows.seed) == set(range(5)) and set(rows.tau) == {1, 10}
+    assert len(sweep.settings) == 12 and (computed.num_problems == 12 * 5).all()
