@@ -11,8 +11,9 @@ beta in {0.01, 0.1, 0.5}, tau 1 and 10 iid, seeds 0-4, 1000 test tau-samples and
 standard error, the default and the selected point marked) and the verdict: is the
 registered default within noise of the selected point, paired over the same problems.
 --save DIR writes DIR/selection_<agent>.csv (the per-point table) and
-DIR/selection_<agent>_rows.csv (every row). --num-trains / --temperatures / --seeds
-choose another slice (say so wherever its figures are quoted).
+DIR/selection_<agent>_rows.csv (every row). sgmcmc scores its own smaller slice
+(``selection.AGENT_SLICES``: T in {10, 100}, beta = 0.1). --num-trains / --temperatures /
+--seeds choose another slice (say so wherever its figures are quoted).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from pathlib import Path
 
 from decision_bench.experiments.estimate import cores_available
 from decision_bench.experiments.selection import (
-    LEFT_OUT, PAPER_STUDIES, SLICE_NUM_TRAINS, SLICE_TEMPERATURES, default_against_best, estimate_selection,
-    planned_studies, run_selection, selection_sweep, selection_table,
+    LEFT_OUT, PAPER_STUDIES, default_against_best, estimate_selection, planned_studies, run_selection,
+    selection_sweep, selection_table, slice_of,
 )
 
 
@@ -36,9 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save", help="folder for selection_<agent>.csv and selection_<agent>_rows.csv")
     parser.add_argument("--estimate", action="store_true", help="print the cost and stop")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--num-trains", type=int, nargs="+", default=list(SLICE_NUM_TRAINS))
-    parser.add_argument("--temperatures", type=float, nargs="+", default=list(SLICE_TEMPERATURES))
+    parser.add_argument("--num-trains", type=int, nargs="+", help="default: the agent's slice (slice_of)")
+    parser.add_argument("--temperatures", type=float, nargs="+", help="default: the agent's slice (slice_of)")
     args = parser.parse_args(argv)
+    num_trains, temperatures = slice_of(args.agent)
+    args.num_trains = args.num_trains or list(num_trains)
+    args.temperatures = args.temperatures or list(temperatures)
     sweep = selection_sweep(args.num_trains, args.temperatures, args.seeds)
     studies = planned_studies(args.agent)
     print(f"{args.agent}: {len(studies)} studies, {sum(len(s.points()) for s in studies)} points, "

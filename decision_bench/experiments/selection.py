@@ -129,6 +129,15 @@ LEFT_OUT: dict[str, tuple[str, ...]] = {
 # figures exist (bench/data/reference_*.csv), seeds 0-4 of paper2d's 10.
 SLICE_NUM_TRAINS = (1, 10, 100, 1000)
 SLICE_TEMPERATURES = (0.01, 0.1, 0.5)
+# sgmcmc's 500k-step chains make that slice about 10 h of 2 cores (its 12 points), so its
+# own, fixed on 2026-11-28 before any of its selection results: the problems the
+# reference's sgmcmc was run on (bench/data/REFERENCE.md), T in {10, 100} at beta = 0.1.
+AGENT_SLICES: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {"sgmcmc": ((10, 100), (0.1,))}
+
+
+def slice_of(agent: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """(num_trains, temperatures) an agent's selection scores by default."""
+    return AGENT_SLICES.get(agent, (SLICE_NUM_TRAINS, SLICE_TEMPERATURES))
 
 
 def selection_sweep(num_trains: Sequence[int] = SLICE_NUM_TRAINS,

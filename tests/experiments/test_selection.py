@@ -172,8 +172,14 @@ def test_stored_selection_table_is_what_its_stored_rows_give(rows_path):
     assert list(computed.best) == list(stored.best) and list(computed.default) == list(stored.default)
     planned = {point_label(agent, p) for s in PAPER_STUDIES[agent] for p in s.points()}
     assert planned <= set(rows.point)
-    sweep = selection_sweep()
-    assert set(rows.num_train) == set(selection.SLICE_NUM_TRAINS)
-    assert set(rows.temperature) == set(selection.SLICE_TEMPERATURES)
+    num_trains, temperatures = selection.slice_of(agent)
+    assert set(rows.num_train) == set(num_trains) and set(rows.temperature) == set(temperatures)
     assert set(rows.seed) == set(range(5)) and set(rows.tau) == {1, 10}
-    assert len(sweep.settings) == 12 and (computed.num_problems == 12 * 5).all()
+    settings = len(num_trains) * len(temperatures)
+    assert (computed.num_problems == settings * 5).all()
+
+
+def test_sgmcmc_scores_its_own_stated_slice_and_every_other_agent_the_common_one():
+    assert len(selection_sweep(*selection.slice_of("sgmcmc")).settings) == 2
+    for agent in sorted(set(PAPER_STUDIES) - {"sgmcmc"}):
+        assert len(selection_sweep(*selection.slice_of(agent)).settings) == 12
