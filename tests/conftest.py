@@ -1,7 +1,9 @@
 """Shared fixtures. JAX runs on the CPU here; keep problem sizes small."""
 
+import importlib.util
 import os
 import platform
+from pathlib import Path
 
 
 def _avx2() -> bool:
@@ -47,3 +49,18 @@ def _release_compiled_programs():
 @pytest.fixture
 def key():
     return jax.random.key(0)
+
+
+def _load_script(name: str):
+    """scripts/<name>.py as a module (the scripts are not a package)."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def load_script():
+    """load_script(name) -> the module scripts/<name>.py, for tests of the scripts."""
+    return _load_script

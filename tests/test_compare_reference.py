@@ -3,7 +3,6 @@ verdict, checked by hand on tiny synthetic frames (nothing is fitted here)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -13,15 +12,11 @@ import pytest
 
 from decision_bench import agents
 
-_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "compare_reference.py"
 
 
 @pytest.fixture(scope="module")
-def cr():
-    spec = importlib.util.spec_from_file_location("compare_reference", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def cr(load_script):
+    return load_script("compare_reference")
 
 
 def _runs(values: dict) -> pd.DataFrame:

@@ -3,23 +3,17 @@ checked by hand on tiny synthetic frames (nothing is fitted here)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "compare_reference_bandit.py"
 
 
 @pytest.fixture(scope="module")
-def crb():
-    spec = importlib.util.spec_from_file_location("compare_reference_bandit", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def crb(load_script):
+    return load_script("compare_reference_bandit")
 
 
 def _rows(values: dict, **setting) -> pd.DataFrame:

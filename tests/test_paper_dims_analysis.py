@@ -3,20 +3,14 @@ table of three bandit dimensions, and sets that do not fit together are refused.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 
-_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "paper_dims_analysis.py"
 
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("paper_dims_analysis", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def script(load_script):
+    return load_script("paper_dims_analysis")
 
 
 def test_the_stored_paper_sets_give_every_agent_at_three_dimensions(script):

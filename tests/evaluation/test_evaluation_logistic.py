@@ -9,8 +9,6 @@ for the full table; temperature 1 (logits phi . x / beta).
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import jax
 import pytest
@@ -18,19 +16,11 @@ import pytest
 from decision_bench.envs.testbed import make_testbed_problem
 from decision_bench.evaluation import estimate_kl
 
-_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "logistic_dyadic_table.py"
-
-
-def _agents():
-    spec = importlib.util.spec_from_file_location("logistic_dyadic_table", _SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.logistic_agents(1.0)
 
 
 @pytest.mark.slow
-def test_only_dyadic_sampling_separates_the_prior_agent():
-    agents = _agents()
+def test_only_dyadic_sampling_separates_the_prior_agent(load_script):
+    agents = load_script("logistic_dyadic_table").logistic_agents(1.0)
     kl = {}
     for design, kappa in {"iid": None, "monadic": 1, "dyadic": 2}.items():
         problem = make_testbed_problem("logistic", 100, 0, 1.0, tau=10, kappa=kappa, seed=0)
