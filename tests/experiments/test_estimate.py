@@ -73,6 +73,19 @@ def test_bandit_steps_interpolate_in_d_and_wall_time_divides_by_the_busy_cores()
     assert "Test CPU, 2 cores, load 0.5-1, 2026-11-24" in line and "\n" not in line
 
 
+def test_a_bandit_ensemble_larger_than_the_measured_one_is_said_to_cost_more_than_the_rule():
+    def bandit(members):
+        return Cell("bandit", "ensemble", {"num_ensemble": members},
+                    {"env": "NeuralBandit-v0", "num_steps": 100, "input_dim": 50}, (0, 1))
+
+    measured_size = estimate_cells([bandit(30)], table=TABLE)
+    paper_size = estimate_cells([bandit(100), bandit(100)], table=TABLE)
+    assert measured_size.notes == ()
+    assert paper_size.notes == ("ensemble: " + estimate_module.LARGE_ENSEMBLE_NOTE.format(members=30),)
+    # said, not scaled: the cost is still the linear rule's
+    assert paper_size.compute_seconds == pytest.approx(2 * 100 / 30 * measured_size.compute_seconds)
+
+
 def test_an_agent_without_a_measured_cost_is_counted_as_mlp_and_named():
     estimate = estimate_cells([_testbed("bbb"), _testbed("dropout")], table=TABLE)
     assert estimate.compute_seconds == pytest.approx(2 * 12.5)
