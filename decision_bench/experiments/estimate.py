@@ -19,7 +19,9 @@ Rules (each an assumption, stated so it can be checked):
   (agent, generative family, training-set bucket) for the testbed and per
   (agent, bandit setting) for the bandit; a second run of a command loads most
   programs from the persistent cache and takes less;
-- wall time = CPU seconds / the cores kept busy: min(worker processes, cores).
+- wall time = CPU seconds / the cores kept busy: min(worker processes, cores), as if
+  the run had them to itself; where other work already keeps every core busy (the
+  1-minute load average at or above the cores), the line says so, unscaled.
 
 An agent without a measured figure (a user's agent file, say) is counted as the
 closest measured one (sgmcmc as sgmcmc_quick with its steps; anything else as
@@ -35,6 +37,7 @@ import dataclasses
 import functools
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
@@ -86,6 +89,10 @@ class Estimate:
     parallel: int  # cores the run keeps busy
     machine: str
     notes: tuple[str, ...] = ()
+    # This machine's 1-minute load average and cores when the estimate was made (None:
+    # not known): work already running shares the cores the estimate counts as the run's.
+    load: float | None = None
+    cores: int | None = None
 
     @property
     def wall_seconds(self) -> float:
@@ -98,7 +105,8 @@ class Estimate:
             parts.append(f"{self.testbed_cells} testbed cells ({self.testbed_problems:,} fits)")
         if self.bandit_cells:
             parts.append(f"{self.bandit_cells} bandit runs ({self.bandit_seed_steps:,} seed-steps)")
-        notes = "".join(f"; {note}" for note in self.notes)
+        busy = busy_note(self.load, self.cores)
+        notes = "".join(f"; {note}" for note in self.notes + ((busy,) if busy else ()))
         return (
             f"estimate: {', '.join(parts) or 'nothing to run'}; about {format_duration(self.wall_seconds)} "
             f"on {self.parallel} core{'s' if self.parallel > 1 else ''} with a cold compilation cache "
@@ -116,6 +124,26 @@ def format_duration(seconds: float) -> str:
     if seconds < 90 * 60:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def machine_load() -> float | None:
+    """The 1-minute load average (runnable processes), or None where the OS has none."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def busy_note(load: float | None, cores: int | None) -> str | None:
+    """What the estimate says when other work already keeps every core busy.
+
+    The estimate divides CPU seconds by the cores the run keeps busy, as if it had them
+    to itself; on a machine already loaded the run gets a share of them, and jobs sharing
+    cores also slow each other's CPU time (caches, memory bandwidth; docs/performance.md
+    measured mlp's bandit step at 2.1-2.3x its CPU time beside 4 other jobs). No
+    factor is guessed: the load is reported.
+    """
+    if load is None or not cores or load < cores:
+        return None
+    return (f"this machine is busy now (load {load:.1f} on {cores} cores before the run): other jobs "
+            "share its cores, so expect the run to take longer than this")
 
 
 def cores_available() -> int:
@@ -269,7 +297,7 @@ def estimate_cells(
         notes += (f"{', '.join(unestimated)}: a host agent (agent(data, spec) -> sampler), whose cost "
                   "cannot be estimated: its own code runs every fit and draw; left out of the time",)
     return Estimate(testbed_cells, bandit_cells, problems, seed_steps, compute, compile_, max(1, parallel),
-                    _machine(table), notes)
+                    _machine(table), notes, load=machine_load(), cores=cores_available())
 
 
 def bandit_seed_step_seconds(agent: str, overrides: dict, input_dim: int, table: dict | None = None) -> float:

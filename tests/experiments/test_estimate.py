@@ -92,6 +92,22 @@ def test_an_agent_without_a_measured_cost_is_counted_as_mlp_and_named():
     assert estimate.notes == ("bbb, dropout counted as mlp (no measured cost)",)
 
 
+def test_a_machine_already_busy_is_said_beside_the_estimate_which_is_not_scaled(monkeypatch):
+    cell = _testbed()
+    monkeypatch.setattr(estimate_module.os, "getloadavg", lambda: (4.9, 3.0, 2.0))
+    monkeypatch.setattr(estimate_module, "cores_available", lambda: 2)
+    busy = estimate_cells([cell], parallel=2, table=TABLE)
+    monkeypatch.setattr(estimate_module.os, "getloadavg", lambda: (1.2, 3.0, 2.0))
+    idle = estimate_cells([cell], parallel=2, table=TABLE)
+    assert (busy.load, busy.cores, idle.load) == (4.9, 2, 1.2)
+    assert "busy now (load 4.9 on 2 cores before the run)" in busy.line() and "\n" not in busy.line()
+    assert "busy" not in idle.line()
+    assert busy.wall_seconds == idle.wall_seconds and busy.notes == idle.notes == ()
+    # at the core count the cores are taken; unknown load or cores say nothing
+    assert estimate_module.busy_note(2.0, 2) and not estimate_module.busy_note(1.99, 2)
+    assert estimate_module.busy_note(None, 2) is None and estimate_module.busy_note(5.0, None) is None
+
+
 def test_durations_read_in_seconds_minutes_or_hours():
     assert [format_duration(s) for s in (45, 150, 7200, math.inf)] == ["45 s", "2.5 min", "2.0 h", "unknown"]
 
