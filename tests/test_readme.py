@@ -56,14 +56,16 @@ NOT_RUN = {
     "decision-bench testbed --sweep quick --agents hmc": "HMC chains for every problem, minutes; "
     "tests/agents/test_hmc.py runs the agent, tests/cli/test_leaderboard.py stores two runs as one",
 }
-# Python blocks that another test runs from the page itself.
+# Python blocks that another test runs from the page itself, each found by a piece of its
+# text (its opening lines, or its NAME line).
 MY_AGENT_START = '"""An anchored ensemble of linear softmax models'
 RUN_ELSEWHERE = {
     MY_AGENT_START: "tests/cli/test_custom_agent.py (my_agent.py)",
-    # Host agents: they only define make_agent; the PyTorch one needs torch (the torch extra).
-    '"""A bootstrapped ensemble of L2-regularised logistic regressions, in NumPy."""':
+    # Host agents, found by their NAME line (as tests/agents/test_host_agent.py finds them):
+    # they only define make_agent; the PyTorch one needs torch (the torch extra).
+    'NAME = "my_numpy"':
         "tests/agents/test_host_agent.py runs my_numpy.py through testbed, leaderboard and bandit",
-    '"""An ensemble of small MLPs trained with Adam, in PyTorch."""':
+    'NAME = "my_torch"':
         "tests/agents/test_host_agent.py (marked slow, skipped without torch)",
     # It reads the user's copies of UCI files, which no test can download.
     "from decision_bench import run_bandit\nfrom decision_bench.data import load_showdown":
@@ -87,6 +89,11 @@ SMALL = {
 
 def _blocks(page: Path, language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", page.read_text(), flags=re.S)
+
+
+def _run_elsewhere(block: str) -> str | None:
+    """The reason a Python block is not run by this file's test, or None."""
+    return next((reason for piece, reason in RUN_ELSEWHERE.items() if piece in block), None)
 
 
 def _shell_commands(page: Path) -> list[tuple[str, str | None]]:
@@ -202,6 +209,14 @@ def test_every_shell_line_is_a_command_this_test_knows():
             assert known, f"{page.name}: {line!r} is neither run by this test nor listed in NOT_RUN"
 
 
+def test_every_block_said_to_run_elsewhere_is_on_a_page_once():
+    # A block whose text changed (a new docstring) would otherwise fall back to the slow
+    # test below, which runs it here: the PyTorch agent then fails where torch is absent.
+    blocks = [block for page in PAGES for block in _blocks(page, "python")]
+    for piece in RUN_ELSEWHERE:
+        assert sum(piece in block for block in blocks) == 1, f"{piece!r} is in no block, or in several"
+
+
 def test_every_documented_command_parses(tmp_path):
     from decision_bench.cli.program import build_parser
 
@@ -274,7 +289,7 @@ def test_every_python_block_runs_at_small_size(page, tmp_path, monkeypatch):
         if block.startswith(MY_AGENT_START):
             # my_agent.py: later blocks on the page load it from the working directory.
             (tmp_path / "my_agent.py").write_text(block)
-        if any(block.startswith(start) for start in RUN_ELSEWHERE):
+        if _run_elsewhere(block):
             continue
         for old, new in SMALL.items():
             block = block.replace(old, new)
