@@ -17,8 +17,46 @@ PACKAGES = ("decision-bench", "jax", "jaxlib", "flax", "optax", "numpy", "pandas
 RESULT_PACKAGES = ("decision-bench", "jax", "jaxlib", "flax", "optax")
 
 
+# The vector extensions that change how XLA:CPU compiles a program (which kernels, which
+# polynomial for exp and log, fused multiply-adds): two machines that differ in them may
+# round the same program differently. Measured: paper2d rows stored on one 2-core AMD EPYC
+# and recomputed on another (avx2 and fma, no avx512) differ by up to 1.8e-6 relative in d_KL,
+# and a d = 2 bandit's per-step regret, a difference of two close probabilities, by 3e-4.
+_ISA_FLAGS = ("sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "amx_tile", "amx_bf16", "asimd", "sve")
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_signature() -> str:
+    """This machine's CPU as far as it decides float rounding: the model name and the
+    family and model numbers, and the vector extensions of ``_ISA_FLAGS`` and every avx512
+    one ("AMD EPYC; cpu family 25 model 1; avx avx2 fma ..."); the processor name alone where
+    /proc/cpuinfo is not readable."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())  # the first processor's
+    except OSError:
+        pass
+    name = fields.get("model name") or fields.get("CPU part") or platform.processor() or platform.machine()
+    # LLVM tunes its code to the family and model (znver3 or znver4 under one "AMD EPYC").
+    model = " ".join(f"{key} {fields[key]}" for key in ("cpu family", "model") if key in fields)
+    flags = (fields.get("flags") or fields.get("Features") or "").split()
+    isa = sorted(f for f in flags if f in _ISA_FLAGS or f.startswith("avx512"))
+    return "; ".join(part for part in (name, model, " ".join(isa)) if part)
+
+
+def same_cpu(recorded: dict) -> bool | None:
+    """Whether a results record (``environment_info``) was made on a CPU of this one's
+    ``cpu_signature``; None for records from before the CPU was recorded (unknown)."""
+    cpu = recorded.get("cpu")
+    return None if cpu is None else cpu == cpu_signature()
+
+
 def environment_info() -> dict[str, str | None]:
-    """Package versions (None for one not installed), Python, platform, JAX backend and devices."""
+    """Package versions (None for one not installed), Python, platform, the CPU
+    (``cpu_signature``), JAX backend and devices."""
     info: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
@@ -27,6 +65,7 @@ def environment_info() -> dict[str, str | None]:
             info[name] = None
     info["python"] = platform.python_version()
     info["platform"] = platform.platform()
+    info["cpu"] = cpu_signature()
     info["backend"] = jax.default_backend()
     info["devices"] = ", ".join(sorted({d.device_kind for d in jax.devices()}))
     return info

@@ -39,6 +39,7 @@ from decision_bench.experiments.reproduce import (
     bandit_rows,
     check_agents,
     claim_preset_dir,
+    copy_finished_cells,
     preset_estimate,
     run_preset,
     with_settings,
@@ -179,6 +180,10 @@ def register(subparsers) -> argparse.ArgumentParser:
         p.add_argument("--workers", default="auto",
                        help="cells computed at once by local worker processes (with --executor local): "
                        f"a count >= 1, or auto (the cores available, at most 4; here {default_workers()})")
+        p.add_argument("--cells-from", action="append", default=[], metavar="DIR",
+                       help="a folder of finished cell files (another run's cells/, or the committed parts of "
+                       "a long run, bench/data/paper_cells): this run's cells found there, verified and made "
+                       "by this version, are copied in and not recomputed; may repeat")
         p.add_argument("--resamples", default=1000, metavar="N", help=RESAMPLES_HELP)
         add_display_options(p, "bars", "regret curves and d_KL", "as cells finish")
         p.add_argument("--estimate", action="store_true",
@@ -271,6 +276,8 @@ def _run(args: argparse.Namespace) -> int:
     with claim_preset_dir(preset, args.out, agents, agent_files, flag="--out", settings=settings) as out:
         source = f"--config {args.config}" if getattr(args, "config", None) else f"--preset {base.name}"
         print(f"decision-bench reproduce {source}: writing to {out}/ (re-run to resume)", file=sys.stderr)
+        for folder, count in copy_finished_cells(args.cells_from, preset, out, agents, agent_files, settings).items():
+            print(f"{count} finished cells copied from {folder}", file=sys.stderr)
         print(preset_estimate(base, out, agents, agent_files, workers, settings).line(), file=sys.stderr)
         result = reproduce(
             preset,

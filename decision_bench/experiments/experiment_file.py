@@ -28,7 +28,10 @@ Every preset can be written as one (``decision-bench reproduce --preset NAME
     [bandit.overrides."ensemble+"]
     num_ensemble = 30
 
-Every key is required except the overrides tables; an unknown key is refused in
+    [bandit.seeds_per_cell]      # an agent's bandit seeds run (and are kept) n per cell
+    "ensemble+" = 1
+
+Every key is required except the overrides tables, seeds_per_cell and testbed_only; an unknown key is refused in
 one line naming the accepted keys, and the values get the checks of ``Preset``.
 Python 3.11+ reads TOML with the standard library's tomllib, 3.10 with tomli.
 """
@@ -53,8 +56,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 _TOP = ("name", "agents", "testbed_only", "testbed", "bandit")
 _TESTBED = ("sweeps", "seeds", "num_test", "num_models", "overrides")
-_BANDIT = ("env", "steps", "seeds", "settings", "overrides")
-_OPTIONAL = ("overrides", "testbed_only")
+_BANDIT = ("env", "steps", "seeds", "settings", "overrides", "seeds_per_cell")
+_OPTIONAL = ("overrides", "testbed_only", "seeds_per_cell")
 
 
 def _toml_value(value: Any) -> str:
@@ -105,6 +108,8 @@ def preset_to_toml(preset: Preset) -> str:
         _table(lines, "[[bandit.settings]]", setting)
     for agent, items in preset.bandit_overrides:
         _table(lines, f"[bandit.overrides.{_key(agent)}]", items)
+    if preset.bandit_seeds_per_cell:
+        _table(lines, "[bandit.seeds_per_cell]", preset.bandit_seeds_per_cell)
     return "\n".join(lines) + "\n"
 
 
@@ -143,6 +148,15 @@ def _names(where: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _seeds_per_cell(where: str, table: Any) -> tuple:
+    """{agent: n} as Preset's ((agent, n), ...), sorted; each n a count (as [bandit] seeds)."""
+    if not isinstance(table, dict):
+        raise ValueError(f"{where} must be a table of agent = seeds per cell, got {table!r}")
+    for agent, count in table.items():
+        check_count(f"{where} {agent}", count)
+    return tuple(sorted(table.items()))
+
+
 def _check_override_agents(preset: Preset) -> None:
     """An override table or testbed_only entry naming neither an agent the file runs nor
     a registered agent is a typo (``[testbed.overrides.ensembel]``) that would otherwise
@@ -156,6 +170,7 @@ def _check_override_agents(preset: Preset) -> None:
         ("[testbed.overrides]", [a for a, _ in preset.testbed_overrides]),
         ("[bandit.overrides]", [a for a, _ in preset.bandit_overrides]),
         ("testbed_only", list(preset.testbed_only)),
+        ("[bandit.seeds_per_cell]", [a for a, _ in preset.bandit_seeds_per_cell]),
     ):
         strangers = sorted(set(named) - known)
         if strangers:
@@ -231,6 +246,7 @@ def preset_from_toml(text: str, source: str = "experiment file") -> Preset:
             bandit_seeds=bandit["seeds"],
             bandit_overrides=_overrides("bandit.overrides", bandit.get("overrides", {})),
             testbed_only=_names(f"{source} testbed_only", data.get("testbed_only", [])),
+            bandit_seeds_per_cell=_seeds_per_cell(f"{source} [bandit.seeds_per_cell]", bandit.get("seeds_per_cell", {})),
         )
         _check_override_agents(preset)
         return preset

@@ -64,6 +64,12 @@ class Preset:
     # orders of magnitude too large to consider in online learning", Sec. 5.2); their
     # testbed cells run after every other cell, since no headline point waits for them.
     testbed_only: tuple[str, ...] = ()
+    # ((agent, n), ...): that agent's bandit seeds run as cells of n seeds each rather than
+    # one cell of all of them. A cell is the unit a run stores and resumes from: an agent
+    # whose every seed costs hours here (the paper preset's 100-member ensembles at d = 50)
+    # is split into parts that each finish in one sitting, and the finished parts are kept
+    # (and can be carried to another machine, ``reproduce --cells-from``).
+    bandit_seeds_per_cell: tuple = ()
 
     def __post_init__(self):
         # Bad settings fail here, in one line naming the accepted values, before any cell runs.
@@ -73,6 +79,15 @@ class Preset:
             check_choice("testbed sweep", sweep, (*SWEEP_NAMES, *PRESET_SWEEPS))
         for field in ("testbed_seeds", "num_test", "num_models", "bandit_steps", "bandit_seeds"):
             check_count(field, getattr(self, field))
+        split = self.bandit_seeds_per_cell
+        if not isinstance(split, tuple) or not all(
+            isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in split
+        ):
+            raise ValueError(f"bandit_seeds_per_cell must be ((agent, seeds per cell), ...), got {split!r}")
+        if len({agent for agent, _ in split}) != len(split):
+            raise ValueError(f"bandit_seeds_per_cell names an agent twice: {split!r}")
+        for agent, count in split:
+            check_count(f"bandit_seeds_per_cell[{agent!r}]", count)
         settings = self.bandit_settings
         if len(set(settings)) != len(settings):
             raise ValueError(f"preset {self.name!r} lists a bandit setting twice: {list(settings)}")
@@ -98,6 +113,13 @@ class Preset:
     def runs_bandit(self, agent: str) -> bool:
         """Whether ``agent`` gets bandit cells (every agent but those in ``testbed_only``)."""
         return agent not in self.testbed_only
+
+    def bandit_seed_groups(self, agent: str) -> tuple[tuple[int, ...], ...]:
+        """``agent``'s bandit seeds as its cells run them: consecutive groups of its
+        ``bandit_seeds_per_cell`` (all seeds in one group when it has none)."""
+        seeds = tuple(range(self.bandit_seeds))
+        size = dict(self.bandit_seeds_per_cell).get(agent, len(seeds))
+        return tuple(seeds[start:start + size] for start in range(0, len(seeds), size))
 
     def overrides(self, which: str, agent: str) -> dict[str, Any]:
         table = dict(self.testbed_overrides if which == "testbed" else self.bandit_overrides)
@@ -291,6 +313,13 @@ def _paper_preset() -> Preset:
         bandit_seeds=20,
         bandit_overrides=(),
         testbed_only=PAPER_TESTBED_ONLY,
+        # The two 100-member ensembles run one seed per cell: their 20-seed runs take about
+        # 8 h of one core each at d = 50 (ensemble+ ran 1,000 steps in 10 min alone on a core),
+        # longer than a session on a 2-core machine, and a run interrupted mid-cell resumes
+        # only on the machine that holds its checkpoint. One seed is also the cheapest per
+        # seed (bench/bandit_scaling.py, CPU s per seed-step at 1 / 2 / 5 seeds: ensemble+
+        # 0.016 / 0.025 / 0.022, ensemble 0.012 / 0.014 / 0.016), about 10-14 min a cell.
+        bandit_seeds_per_cell=(("ensemble", 1), ("ensemble+", 1)),
     )
 
 

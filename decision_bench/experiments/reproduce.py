@@ -24,7 +24,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -48,12 +48,13 @@ from decision_bench.experiments.cells import Cell, config_label
 from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.estimate import cell_seconds
 from decision_bench.experiments.presets import PRESET_NAMES, Preset, sorted_items, get_preset, testbed_sweep
-from decision_bench.experiments.store import ResultsStore, concat_tables, edit_notes
+from decision_bench.experiments.store import ResultsStore, concat_tables, copy_cells, edit_notes
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, sweep_cells
 
 
 def build_cells(preset: Preset, agents: tuple[str, ...], agent_files: dict[str, str] | None = None):
-    """The preset's cells: one per (agent, testbed setting) and one per agent's bandit run.
+    """The preset's cells: one per (agent, testbed setting) and one per agent's bandit run
+    (per group of its seeds where the preset splits them).
 
     agent_files: name -> SHA-256 of the agent file of each user agent among
     ``agents``; the digest goes into its cells (and so their ids): an edited file
@@ -75,16 +76,18 @@ def build_cells(preset: Preset, agents: tuple[str, ...], agent_files: dict[str, 
                 agent_files=digests,
                 sweep_name=sweep_name,
             ))
-    # One cell per (agent, bandit setting); agents outermost, as before settings were plural.
+    # One cell per (agent, bandit setting, seed group): one group of all the seeds unless
+    # the preset splits the agent's (``Preset.bandit_seeds_per_cell``); agents outermost.
     for agent in both_sides:
         for setting in preset.bandit_settings:
-            cells.append(bandit_cell(
-                agent,
-                preset.overrides("bandit", agent),
-                {"env": preset.bandit_env, "num_steps": preset.bandit_steps, **dict(setting)},
-                tuple(range(preset.bandit_seeds)),
-                digests.get(agent),
-            ))
+            for seeds in preset.bandit_seed_groups(agent):
+                cells.append(bandit_cell(
+                    agent,
+                    preset.overrides("bandit", agent),
+                    {"env": preset.bandit_env, "num_steps": preset.bandit_steps, **dict(setting)},
+                    seeds,
+                    digests.get(agent),
+                ))
     return tuple(cells)
 
 
@@ -284,6 +287,30 @@ def preset_arguments(
     if base.name not in PRESET_NAMES or dataclasses.replace(get_preset(base.name), agents=chosen) != experiment:
         arguments["experiment"] = dataclasses.asdict(experiment)
     return arguments
+
+
+def copy_finished_cells(
+    sources: Sequence[str | Path],
+    preset: str | Preset,
+    out: str | Path,
+    agents: tuple[str, ...] | None = None,
+    agent_files: tuple[str, ...] = (),
+    settings: Settings | None = None,
+) -> dict[str, int]:
+    """Copies into the run folder OUT (claimed by the caller) every cell of the run that a
+    folder of ``sources`` holds finished (``store.copy_cells``: verified, current, the same
+    cell id): {source: cells copied}. ``reproduce --cells-from``: the finished cells of a
+    run made elsewhere, e.g. on a GPU or on a machine since lost, resume this one."""
+    planned, chosen, custom = _plan(preset, agents, agent_files, settings)
+    cells = build_cells(planned, chosen + tuple(f.name for f in custom), {f.name: f.sha256 for f in custom})
+    store = ResultsStore(Path(out) / "cells")
+    copied = {}
+    for source in sources:
+        folder = Path(source)
+        if not folder.is_dir():
+            raise ValueError(f"--cells-from {str(source)!r} is not a folder (give a folder of cell files, e.g. a run's cells/)")
+        copied[str(source)] = copy_cells(ResultsStore(folder), store, cells)
+    return copied
 
 
 def claim_preset_dir(

@@ -345,6 +345,25 @@ class ResultsStore:
         return concat_tables(frames)
 
 
+def copy_cells(source: ResultsStore, store: ResultsStore, cells: Sequence[Cell]) -> int:
+    """Writes into ``store`` every cell of ``cells`` not yet there whose file in ``source``
+    verifies and is current (``ResultsStore.read``: checksum, the versions and agent
+    fingerprint that made it), keeping those versions and recording ``source`` in the
+    file; returns how many. A cell is stored under an id of all that defines its rows, so
+    a file of the same id is the same computation, made elsewhere (another machine, a GPU,
+    a run folder lost with its machine but whose finished cells were kept)."""
+    copied = 0
+    for cell in cells:
+        if store.is_done(cell) or not source.path(cell).exists():
+            continue
+        result = source._read_or_warn(source.path(cell))
+        if result is None or source.stale_reason(cell, result[2]) is not None:
+            continue
+        store.write(cell, result[1], versions=result[2]["versions"], source=f"copied from {source.directory}")
+        copied += 1
+    return copied
+
+
 def edited_agent_files(store: ResultsStore, cells: Sequence[Cell]) -> dict[str, tuple[str, ...]]:
     """{agent: the SHA-256 digests its stored cells were made with} for each agent file of
     ``cells`` whose stored cells in ``store`` all come from other versions of its file:

@@ -172,7 +172,7 @@ def test_store_round_trips_rows_exactly(tmp_path):
     assert payload["num_rows"] == 3
     assert payload["versions"] == environment_info()
     # The one version recorder (_src/versions.py): packages, Python, platform, backend.
-    assert set(payload["versions"]) == set(PACKAGES) | {"python", "platform", "backend", "devices"}
+    assert set(payload["versions"]) == set(PACKAGES) | {"python", "platform", "cpu", "backend", "devices"}
     assert {"decision-bench", "jax", "flax", "optax", "numpy"} <= set(PACKAGES)
     assert payload["versions"]["numpy"] == np.__version__
     assert not store.is_done(_cells()[1])

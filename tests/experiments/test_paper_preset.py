@@ -15,6 +15,7 @@ from decision_bench.experiments.presets import CORE_AGENTS, get_preset
 from decision_bench.experiments.reproduce import _run_order, build_cells
 from decision_bench.experiments.store import ResultsStore
 from decision_bench.experiments.testbed_cell import compute_testbed_cell
+from rounding import rtol_for_testbed
 
 PAPER_BANDIT = {"mlp", "ensemble", "dropout", "bbb", "ensemble+", "hypermodel"}  # paper 000 App. E.2
 
@@ -32,8 +33,12 @@ def test_paper_preset_runs_the_papers_bandit_agents_and_sgmcmc_on_the_testbed_on
     for cell in bandit:
         problem = dict(cell.problem)
         assert (problem["input_dim"], problem["num_actions"], problem["temperature"]) == (50, 1000, 0.1)
-        assert problem["num_steps"] == 50_000 and cell.seeds == tuple(range(20))
+        assert problem["num_steps"] == 50_000
         assert cell.agent_config == ()  # paper defaults: 100-member ensembles
+    for agent in PAPER_BANDIT | {"epinet"}:
+        seeds = [c.seeds for c in bandit if c.agent == agent]
+        # The 100-member ensembles run a seed per cell (hours each otherwise); the rest all 20 at once.
+        assert seeds == ([(s,) for s in range(20)] if agent.startswith("ensemble") else [tuple(range(20))])
     assert preset.testbed_sweeps == ("paper2d",) and preset.testbed_seeds == 10
 
 
@@ -106,6 +111,31 @@ def test_a_reused_cell_equals_the_cell_computed_now():
     reused = reusable_rows(load_baselines("paper2d"), cell)
     fresh = compute_testbed_cell(cell)
     assert list(reused["sweep"]) == list(fresh["sweep"])
+    rtol = rtol_for_testbed(load_baselines("paper2d").meta["versions"])  # bit for bit on the CPU that stored them
     for column in ("seed", "tau", "kl", "kl_stderr", "accuracy", "ece"):
-        # Bit-for-bit on the machine that stored them; rtol 1e-6 only for another CPU's rounding.
-        np.testing.assert_allclose(fresh[column].to_numpy(float), reused[column].to_numpy(float), rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(fresh[column].to_numpy(float), reused[column].to_numpy(float), rtol=rtol, atol=1e-9)
+
+
+def test_an_agent_split_into_seed_groups_gets_one_cell_per_group_and_the_others_keep_theirs():
+    preset = dataclasses.replace(get_preset("demo"), bandit_seeds_per_cell=(("mlp", 2),))
+    bandit = [c for c in build_cells(preset, ("mlp", "bbb")) if c.kind == "bandit"]
+    assert [(c.agent, c.seeds) for c in bandit] == [("mlp", (0, 1)), ("mlp", (2,)), ("bbb", (0, 1, 2))]
+    unsplit = [c for c in build_cells(get_preset("demo"), ("bbb",)) if c.kind == "bandit"]
+    assert bandit[-1].id == unsplit[0].id  # an agent not split keeps its cell (and its stored rows)
+    assert preset_from_toml(preset_to_toml(preset)) == preset
+
+
+@pytest.mark.parametrize("split, message", [
+    ((("mlp", 0),), "bandit_seeds_per_cell\\['mlp'\\]"),
+    ((("mlp", 1), ("mlp", 2)), "names an agent twice"),
+    (("mlp",), "must be \\(\\(agent, seeds per cell\\), ...\\)"),
+])
+def test_bad_seeds_per_cell_is_refused_in_one_line(split, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(get_preset("demo"), bandit_seeds_per_cell=split)
+
+
+def test_an_experiment_file_refuses_a_seeds_per_cell_entry_for_an_unknown_agent():
+    text = preset_to_toml(get_preset("demo")) + '\n[bandit.seeds_per_cell]\nensembel = 1\n'
+    with pytest.raises(ValueError, match=r"\[bandit.seeds_per_cell\] names \['ensembel'\]"):
+        preset_from_toml(text)

@@ -17,12 +17,14 @@ from decision_bench.experiments.reproduce import build_cells
 # "quick": 58803e8d598d913a, "standard": 71bc50217e6c7cfd, "paper": 67352b93c3a2fe9c)
 # are renamed to these by store.migrate_cell (tests/experiments/test_store_migration.py).
 # "paper" was redefined as paper 000's own experiment before it was ever run (issue 33:
-# 464 cells, ba7e2e26616ae335, before); its run folders resume from these ids.
+# 464 cells, ba7e2e26616ae335, before); its run folders resume from these ids. Its two
+# 100-member ensembles then ran a seed per cell (175 cells, 45d93af8d82e0506, before: each
+# ensemble's one 20-seed cell, never finished, became 20 cells); every other id is the same.
 PINNED = {
     "demo": (14, "0f320c044f2043df"),
     "quick": (21, "a65bd657a37c9d50"),
     "standard": (91, "d117d74d830f14ed"),
-    "paper": (175, "45d93af8d82e0506"),
+    "paper": (213, "23139575c7da1cca"),
 }
 
 
