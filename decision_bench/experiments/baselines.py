@@ -46,12 +46,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from decision_bench._src.files import atomic_write_text, checksum_path, verify_results_file, write_results_csv
 from decision_bench._src.rundir import read_manifest
 from decision_bench._src.versions import environment_info, stale_versions
-from decision_bench.experiments.cells import Cell, agent_fingerprint
+from decision_bench.experiments.cells import Cell, agent_fingerprint, seed_groups
 from decision_bench.experiments.store import CorruptCellFile, ResultsStore
 
 STORED_DIR = Path(__file__).resolve().parent / "baselines"
@@ -110,10 +111,15 @@ class Baselines:
     ) -> tuple[Cell, ...]:
         """The bandit cells of ``agent`` on the stored bandit problems (the same env kwargs,
         steps and seeds: environments are functions of the seed), as ``cells`` does for the
-        testbed; () in a set without bandit rows."""
+        testbed; () in a set without bandit rows. A baseline agent whose seeds ran in
+        groups (its record's ``seeds_per_cell``: the paper preset's ensembles) gets one
+        cell per group, the cells its rows came from; any other agent one cell of all."""
+        record = ((self.meta.get("bandit") or {}).get("agents") or {}).get(agent) or {}
+        size = record.get("seeds_per_cell")
         return tuple(
-            Cell("bandit", agent, dict(agent_config or {}), problem, seeds, agent_file_sha256=agent_file_sha256)
+            Cell("bandit", agent, dict(agent_config or {}), problem, group, agent_file_sha256=agent_file_sha256)
             for problem, seeds in self.bandit_problems
+            for group in (seed_groups(seeds, size) if size else (seeds,))
         )
 
     def cells(
@@ -598,7 +604,22 @@ def _bandit_side(cells, agents: dict, commands: list, versions: dict, name: str)
     from decision_bench.experiments.reproduce import bandit_rows, with_agent_config  # noqa: PLC0415
 
     names = tuple(agents)
-    problems_of = {a: [(c.problem, c.seeds) for c, _ in cells if c.agent == a] for a in names}
+    # Per agent and problem, its seeds: one cell of them all, or groups (seeds_per_cell).
+    problems_of = {}
+    for agent in names:
+        groups: dict = {}
+        for cell, _ in cells:
+            if cell.agent == agent:
+                groups.setdefault(cell.problem, []).append(cell.seeds)
+        problems_of[agent] = [(problem, tuple(sorted(s for group in found for s in group)))
+                              for problem, found in groups.items()]
+        sizes = {len(group) for found in groups.values() for group in found}
+        if any(len(found) > 1 for found in groups.values()):
+            size = max(sizes)
+            if any(sorted(found) != list(seed_groups(seeds, size)) for (_, seeds), found in
+                   zip(problems_of[agent], groups.values())):
+                raise ValueError(f"{agent}'s bandit seeds ran in cells that are not consecutive groups of {size}")
+            agents[agent]["seeds_per_cell"] = size
     for agent in names[1:]:
         if sorted(problems_of[agent]) != sorted(problems_of[names[0]]):
             raise ValueError(f"{agent} and {names[0]} ran on other bandit problems")
@@ -673,21 +694,64 @@ def reusable_rows(baselines: Baselines, cell: Cell) -> pd.DataFrame | None:
     return found
 
 
+# The columns a stored set's bandit rows carry beyond a bandit cell's own (run_bandit's):
+# reproduce adds them to bandit.csv from the cell (with_family_columns, with_agent_config).
+_BANDIT_TABLE_ONLY = ("activation", "hidden_sizes", "agent_config")
+
+
+def reusable_bandit_rows(baselines: Baselines, cell: Cell) -> pd.DataFrame | None:
+    """The stored rows of bandit ``cell``, as its cell file holds them, when the set holds
+    this very cell for this code, else None (``reusable_rows``' rule on the decision
+    side): a baseline agent of the cell's name whose bandit rows are current
+    (``bandit_stale_reasons``) and made by the same computing libraries, no overrides
+    and no agent file on the cell nor stored overrides, and the cell among the agent's
+    stored cells (the same problem and the same seeds, grouped as they ran)."""
+    if cell.kind != "bandit" or cell.agent_config or cell.agent_file_sha256 is not None:
+        return None
+    if not baselines.has_bandit or cell.agent not in baselines.bandit_agents:
+        return None
+    if baselines.agent_config(cell.agent, "bandit") or cell.agent in bandit_stale_reasons(baselines):
+        return None
+    recorded = dict((baselines.meta.get("bandit") or {}).get("versions") or {})
+    recorded.pop(PACKAGE, None)
+    if stale_versions(recorded) is not None or cell not in baselines.bandit_cells(cell.agent):
+        return None
+    from decision_bench.experiments.bandit_cell import bandit_family  # noqa: PLC0415 - imports the bandit loop
+
+    problem = dict(cell.problem)
+    rows = baselines.bandit_rows
+    match = (rows["agent"] == cell.agent) & rows["seed"].isin(cell.seeds) & (rows["env"] == problem["env"])
+    for key in ("input_dim", "num_actions", "temperature"):
+        if key in problem and key in rows.columns:
+            match &= np.isclose(rows[key], problem[key])
+    for key, value in bandit_family(cell).items():  # a set may hold several generative families
+        if key in rows.columns:
+            match &= rows[key].astype(str) == str(value)
+    found = rows[match].drop(columns=[c for c in _BANDIT_TABLE_ONLY if c in rows.columns]).reset_index(drop=True)
+    if sorted(set(found["seed"])) != sorted(cell.seeds) or found["step"].max() != problem["num_steps"]:
+        return None  # not all of the cell's rows are there: compute it
+    return found
+
+
 def reuse_stored_rows(store: ResultsStore, cells: Sequence[Cell], names: Sequence[str] | None = None) -> dict[str, int]:
-    """Writes into ``store`` every testbed cell of ``cells`` not yet there whose rows a
-    stored baseline set (``names``; every stored set by default) holds for this code
-    (``reusable_rows``), recording the set and the versions that made them in the cell
-    file; returns {set name: cells written}. A run then computes only the rest."""
+    """Writes into ``store`` every cell of ``cells`` not yet there whose rows a stored
+    baseline set (``names``; every stored set by default) holds for this code
+    (``reusable_rows`` for testbed cells, ``reusable_bandit_rows`` for bandit cells),
+    recording the set and the versions that made them in the cell file; returns
+    {set name: cells written}. A run then computes only the rest."""
     written: dict[str, int] = {}
-    pending = [c for c in cells if c.kind == "testbed" and not store.is_done(c)]
+    pending = [c for c in cells if c.kind in ("testbed", "bandit") and not store.is_done(c)]
     for name in stored_names() if names is None else names:
         if not pending:
             break
         baselines = load_baselines(name)
-        versions = baselines.meta.get("versions") or {}
         left = []
         for cell in pending:
-            rows = reusable_rows(baselines, cell)
+            if cell.kind == "testbed":
+                rows, versions = reusable_rows(baselines, cell), baselines.meta.get("versions") or {}
+            else:
+                rows = reusable_bandit_rows(baselines, cell)
+                versions = (baselines.meta.get("bandit") or {}).get("versions") or {}
             if rows is None:
                 left.append(cell)
                 continue

@@ -261,3 +261,10 @@ def grid(
             for group in groups:
                 cells.append(Cell(kind, agent, dict(config), dict(zip(names, values)), group))
     return tuple(cells)
+
+
+def seed_groups(seeds: Sequence[int], size: int) -> tuple[tuple[int, ...], ...]:
+    """``seeds`` in consecutive groups of ``size`` (the last may be shorter): the cells
+    of an agent whose seeds run in parts (``Preset.bandit_seeds_per_cell``)."""
+    seeds = tuple(seeds)
+    return tuple(seeds[start:start + size] for start in range(0, len(seeds), size))

@@ -20,6 +20,7 @@ from decision_bench._src.memory import check_count
 from decision_bench._src.validation import check_choice
 from decision_bench.agents.registry import ENTRIES
 from decision_bench.envs.bandits import make_bandit
+from decision_bench.experiments.cells import seed_groups
 from decision_bench.evaluation.sweeps import (
     DEFAULT_ACTIVATION,
     DEFAULT_HIDDEN_SIZES,
@@ -118,8 +119,7 @@ class Preset:
         """``agent``'s bandit seeds as its cells run them: consecutive groups of its
         ``bandit_seeds_per_cell`` (all seeds in one group when it has none)."""
         seeds = tuple(range(self.bandit_seeds))
-        size = dict(self.bandit_seeds_per_cell).get(agent, len(seeds))
-        return tuple(seeds[start:start + size] for start in range(0, len(seeds), size))
+        return seed_groups(seeds, dict(self.bandit_seeds_per_cell).get(agent, len(seeds)))
 
     def overrides(self, which: str, agent: str) -> dict[str, Any]:
         table = dict(self.testbed_overrides if which == "testbed" else self.bandit_overrides)

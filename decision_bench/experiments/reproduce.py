@@ -43,7 +43,9 @@ from decision_bench.experiments.agent_files import (
 )
 from decision_bench.experiments.agent_files import load_agent_file  # noqa: F401 - its home before agent_files.py
 from decision_bench.experiments.bandit_cell import bandit_cell, compute_bandit_cell, with_family_columns
-from decision_bench.experiments.baselines import load_baselines, reusable_rows, reuse_stored_rows, stored_names
+from decision_bench.experiments.baselines import (
+    load_baselines, reusable_bandit_rows, reusable_rows, reuse_stored_rows, stored_names,
+)
 from decision_bench.experiments.cells import Cell, config_label
 from decision_bench.experiments.executors import run_cells
 from decision_bench.experiments.estimate import cell_seconds
@@ -379,7 +381,7 @@ def run_preset(
         # written from it (paper2d's core agents in the paper presets): hours not recomputed.
         for name, count in reuse_stored_rows(store, cells).items():
             if progress:
-                print(f"{count} testbed cells taken from the stored baselines {name!r} (the same rows by construction)")
+                print(f"{count} cells taken from the stored baselines {name!r} (the same computation by construction)")
         # Computes (or finds stored) every cell; the tables are read back per kind below.
         run_cells(
             cells,
@@ -433,5 +435,7 @@ def preset_estimate(
         store = ResultsStore(Path(out) / "cells")
         cells = tuple(cell for cell in cells if not store.path(cell).exists())
     stored = [load_baselines(name) for name in stored_names()]
-    cells = tuple(c for c in cells if not any(reusable_rows(b, c) is not None for b in stored))
+    cells = tuple(c for c in cells if not any(
+        (reusable_rows(b, c) if c.kind == "testbed" else reusable_bandit_rows(b, c)) is not None for b in stored
+    ))
     return estimate_cells(cells, parallel=min(workers, cores_available()), host_agents=host_agent_names(custom))

@@ -248,3 +248,34 @@ def test_the_figure_is_drawn_with_the_trend(tmp_path):
     paths = plot_leaderboard_regret_vs_dkl10(points, ["mine"], fit, tmp_path)
     assert [p.name for p in paths] == ["leaderboard_regret_vs_dkl10.png", "leaderboard_regret_vs_dkl10.pdf"]
     assert all(p.stat().st_size > 0 for p in paths)
+
+
+def test_an_agent_whose_seeds_ran_a_cell_each_is_stored_with_its_groups_and_its_cells_are_reusable(tmp_path):
+    from decision_bench.experiments.baselines import reusable_bandit_rows
+    from decision_bench.experiments.store import ResultsStore
+
+    preset = dataclasses.replace(_tiny_preset(), bandit_seeds_per_cell=(("uniform", 1),))
+    run = tmp_path / "run"
+    run_preset(preset, run, progress=False)
+    loaded = load_baselines(store_baselines(run, tmp_path / "stored", "split", "decision-bench reproduce (split)"))
+    record = loaded.meta["bandit"]["agents"]
+    assert record["uniform"]["seeds_per_cell"] == 1 and "seeds_per_cell" not in record["mlp"]
+    problem = {"env": "NeuralBandit-v0", "num_steps": STEPS, **ENV_KWARGS}
+    assert loaded.bandit_problems == ((tuple(sorted(problem.items())), SEEDS),)  # the union of the groups
+    cells = [c for c in build_cells(preset, preset.agents) if c.kind == "bandit"]
+    uniform = [c for c in cells if c.agent == "uniform"]
+    assert [c.seeds for c in uniform] == [(0,), (1,), (2,)]
+    assert loaded.bandit_cells("uniform") == tuple(uniform)
+    assert [c.seeds for c in loaded.bandit_cells("mlp")] == [SEEDS]  # and a user's agent: all seeds at once
+    store = ResultsStore(run / "cells")
+    for cell in uniform:  # a stored cell's rows are its cell file's, as run_bandit returned them
+        reused = reusable_bandit_rows(loaded, cell)
+        kept = store.read(cell)
+        assert list(reused.columns) == list(kept.columns)
+        np.testing.assert_array_equal(reused["seed"], kept["seed"])
+        np.testing.assert_array_equal(reused["step"], kept["step"])
+        np.testing.assert_array_equal(reused["cumulative_regret"], kept["cumulative_regret"])
+    mlp = next(c for c in cells if c.agent == "mlp")
+    assert reusable_bandit_rows(loaded, mlp) is None  # stored with overrides: never the defaults' rows
+    other_seeds = dataclasses.replace(uniform[0], seeds=(0, 1))
+    assert reusable_bandit_rows(loaded, other_seeds) is None  # not a cell the set ran

@@ -139,3 +139,23 @@ def test_an_experiment_file_refuses_a_seeds_per_cell_entry_for_an_unknown_agent(
     text = preset_to_toml(get_preset("demo")) + '\n[bandit.seeds_per_cell]\nensembel = 1\n'
     with pytest.raises(ValueError, match=r"\[bandit.seeds_per_cell\] names \['ensembel'\]"):
         preset_from_toml(text)
+
+
+def test_the_stored_paper_sets_bandit_cells_are_taken_from_it_and_the_ensembles_are_computed(tmp_path):
+    from decision_bench.bandit.loop import COLUMNS
+    from decision_bench.experiments.baselines import reusable_bandit_rows
+
+    stored = load_baselines("paper")
+    preset, cells = _cells("paper")
+    bandit = [c for c in cells if c.kind == "bandit"]
+    for cell in bandit:
+        rows = reusable_bandit_rows(stored, cell)
+        if cell.agent not in stored.bandit_agents:
+            assert rows is None  # the ensembles, not in the set (yet): computed
+            continue
+        assert tuple(rows.columns) == COLUMNS and set(rows["agent"]) == {cell.agent}
+        assert sorted(set(rows["seed"])) == list(cell.seeds) and rows["step"].max() == preset.bandit_steps
+    store = ResultsStore(tmp_path / "cells")
+    written = reuse_stored_rows(store, bandit, names=["paper"])
+    assert written == {"paper": len(stored.bandit_agents)}
+    assert sum(store.is_done(c) for c in bandit) == len(stored.bandit_agents)
