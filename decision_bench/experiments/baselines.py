@@ -450,6 +450,11 @@ def _reproduce_cells(run_dir: Path) -> tuple[list, list, dict, dict]:
     return testbed, bandit, created, {"versions": versions, "fingerprints": fingerprints}
 
 
+def _taken_from_elsewhere(path: Path) -> bool:
+    """Whether a cell file records a ``source``: rows not computed by the run that holds it."""
+    return "source" in json.loads(path.read_text(encoding="utf-8"))
+
+
 def _wall_seconds(run_dir: Path, cells, created) -> dict[str, int | None]:
     """Wall seconds per agent of one run, from the cells' creation times and the run's
     starts (the manifest's ``claims``): a testbed run computes its cells one after
@@ -461,7 +466,8 @@ def _wall_seconds(run_dir: Path, cells, created) -> dict[str, int | None]:
     machine was doing (stated with the figures). A run of several worker processes
     (run.json's ``workers``) computes cells side by side, so creation times cannot tell
     one cell's time from another's: every agent gets None (a bandit run's own time is
-    in its rows' wall_seconds, and so in the "bandit" record)."""
+    in its rows' wall_seconds, and so in the "bandit" record). So does an agent with a cell
+    the run took from a stored set or another folder rather than computed."""
     manifest = run_dir / "run_manifest.json"
     run_record = run_dir / "run.json"
     workers = json.loads(run_record.read_text(encoding="utf-8")).get("workers", 1) if run_record.is_file() else 1
@@ -471,10 +477,12 @@ def _wall_seconds(run_dir: Path, cells, created) -> dict[str, int | None]:
     starts = sorted(datetime.datetime.fromisoformat(t) for t in record.get("claims") or [record["claimed"]])
     seconds: dict[str, int | None] = {c.agent: 0 for c, _ in cells}
     previous = None
-    for cell, _ in sorted(cells, key=lambda pair: created[pair[0]]):
+    for cell, store in sorted(cells, key=lambda pair: created[pair[0]]):
         made = created[cell]
         began = [s for s in starts if s <= made]
-        if not began:
+        if not began or (store is not None and _taken_from_elsewhere(store.path(cell))):
+            # A cell written from a stored set or another folder (reproduce --cells-from)
+            # was computed elsewhere: its file's time says nothing of what it cost.
             seconds[cell.agent] = None
         elif seconds[cell.agent] is not None:
             start = began[-1] if previous is None else max(previous, began[-1])

@@ -54,3 +54,19 @@ def test_a_run_of_several_workers_has_no_known_times(tmp_path):
     assert _wall_seconds(tmp_path, [(cell, None) for cell in made], made) == {"mlp": None, "bbb": None}
     (tmp_path / "run.json").write_text(json.dumps({"workers": 1}))
     assert _wall_seconds(tmp_path, [(cell, None) for cell in made], made) == {"mlp": 2 * 60, "bbb": 118 * 60}
+
+
+def test_an_agent_with_a_cell_taken_from_elsewhere_has_no_known_time(tmp_path):
+    # reproduce writes cells it takes from a stored set (or --cells-from) with a "source":
+    # their files' times are when they were copied, not what they cost.
+    class Files:
+        def path(self, cell):
+            return tmp_path / f"{cell.name}.json"
+
+    write_manifest(tmp_path, claimed=at(0).isoformat(), claims=[at(0).isoformat()])
+    made = {Cell("mlp", "a"): at(2), Cell("mlp", "b"): at(3), Cell("bbb", "c"): at(9)}
+    (tmp_path / "a.json").write_text(json.dumps({"table": {}}))
+    (tmp_path / "b.json").write_text(json.dumps({"table": {}, "source": "stored baselines 'paper'"}))
+    (tmp_path / "c.json").write_text(json.dumps({"table": {}}))
+    seconds = _wall_seconds(tmp_path, [(cell, Files()) for cell in made], made)
+    assert seconds == {"mlp": None, "bbb": 6 * 60}
