@@ -63,7 +63,8 @@ from decision_bench.analysis.leaderboard import (
 from decision_bench.cli.arguments import add_agent_options, add_command, parse_agent_list, parse_settings, settings_label
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, describe_testbed_cell
 from decision_bench.experiments.baselines import (
-    STORED_DIR, Baselines, bandit_stale_reasons, library_differences, load_baselines, stale_reasons, stored_names,
+    STORED_DIR, Baselines, bandit_stale_reasons, cpu_difference, library_differences, load_baselines, stale_reasons,
+    stored_names,
 )
 from decision_bench.experiments.agent_files import file_pairs, host_agent_names, read_agent_files
 from decision_bench.experiments.cells import config_label
@@ -259,9 +260,9 @@ def main(args: argparse.Namespace) -> int:
             f"baselines {stored.name!r}: {stored.meta['command']} ({stored.meta['versions'].get('decision-bench')}, "
             f"stored {stored.meta['created']})",
         ]
-        libraries = library_differences(stored)
-        if libraries:
-            notes.append(f"the baselines were computed with {libraries}: rows may differ in float rounding")
+        for computed_with in (library_differences(stored), cpu_difference(stored)):
+            if computed_with:
+                notes.append(f"the baselines were computed with {computed_with}: rows may differ in float rounding")
         notes += [f"{a} is also a stored baseline: scored anew here, its stored rows not used" for a in replaced]
         for agent, reason in sorted(reasons.items()):
             if agent in replaced:

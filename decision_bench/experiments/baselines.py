@@ -51,7 +51,7 @@ import pandas as pd
 
 from decision_bench._src.files import atomic_write_text, checksum_path, verify_results_file, write_results_csv
 from decision_bench._src.rundir import read_manifest
-from decision_bench._src.versions import environment_info, stale_versions
+from decision_bench._src.versions import cpu_signature, environment_info, same_cpu, stale_versions
 from decision_bench.experiments.cells import Cell, agent_fingerprint, seed_groups
 from decision_bench.experiments.store import CorruptCellFile, ResultsStore
 
@@ -307,6 +307,17 @@ def library_differences(baselines: Baselines) -> str | None:
     recorded = dict(baselines.meta.get("versions") or {})
     recorded.pop(PACKAGE, None)
     return stale_versions(recorded)
+
+
+def cpu_difference(baselines: Baselines) -> str | None:
+    """The CPU that computed the stored rows, as a phrase, when it is recorded and is not
+    this machine's (``versions.cpu_signature``), else None. Reported beside a comparison
+    as ``library_differences`` is: XLA compiles the same program for another CPU to other
+    instructions, which round differently (README, the paper preset)."""
+    recorded = (baselines.meta.get("versions") or {}).get("cpu")
+    if recorded is None or same_cpu({"cpu": recorded}):
+        return None
+    return f"another CPU ({recorded}; this one: {cpu_signature()})"
 
 
 def _planned_agents(run_dir: Path) -> list[str]:

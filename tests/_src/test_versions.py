@@ -27,3 +27,17 @@ def test_the_signature_has_the_model_numbers_and_vector_extensions_of_cpuinfo(tm
         assert cpu_signature() == "AMD EPYC; cpu family 25 model 17; avx2 avx512bw avx512f fma sse4_2"
     finally:
         versions.cpu_signature.cache_clear()
+
+
+def test_a_set_stored_on_another_cpu_says_so_and_one_from_this_cpu_or_unrecorded_does_not():
+    import dataclasses
+
+    from decision_bench.experiments.baselines import cpu_difference, load_baselines
+
+    stored = load_baselines("paper")
+    versions = {k: v for k, v in stored.meta["versions"].items() if k != "cpu"}
+    unrecorded = dataclasses.replace(stored, meta={**stored.meta, "versions": versions})
+    here = dataclasses.replace(stored, meta={**stored.meta, "versions": {**versions, "cpu": cpu_signature()}})
+    other = dataclasses.replace(stored, meta={**stored.meta, "versions": {**versions, "cpu": "Elsewhere; avx512f"}})
+    assert cpu_difference(unrecorded) is None and cpu_difference(here) is None
+    assert cpu_difference(other) == f"another CPU (Elsewhere; avx512f; this one: {cpu_signature()})"
