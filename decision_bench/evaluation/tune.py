@@ -220,7 +220,9 @@ def tune(
     num_models = check_int("num_models", num_models, 1)
     points = grid_points(grid)
     rows = []
-    versions = {k: v for k, v in environment_info().items() if k not in ("platform", "devices")}
+    # Not the machine (platform, CPU, devices): a setting made on another machine is the same
+    # computation, as reproduce's cells are (--cells-from).
+    versions = {k: v for k, v in environment_info().items() if k not in ("platform", "cpu", "devices")}
     bar = tqdm(sweep.settings, desc=f"tune {agent_name}", unit="setting", disable=not progress)
     for setting in bar:
         bar.set_postfix_str(f"T={setting.num_train} beta={setting.temperature}")
