@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from decision_bench import __version__
+from decision_bench.experiments.cells import agent_fingerprint
 from decision_bench.experiments.presets import get_preset
 from decision_bench.experiments.reproduce import build_cells
 from decision_bench.experiments.store import ResultsStore
@@ -20,10 +22,15 @@ FILES = sorted(FOLDER.glob("*.json"))
 
 
 def _read(path):
+    """(cell, rows) of a kept file that verifies and was made by this package version with the
+    agent's current config. (Not its jax: an install with another jax refuses to copy it, as
+    it should, but the file is still the right one to keep.)"""
     cell = CELLS.get(path.stem)
     assert cell is not None, f"{path.name} is not a cell of the paper preset (any more)"
-    rows = ResultsStore(FOLDER).read(cell)
-    assert rows is not None, f"{path.name} does not verify, or another version or config made it"
+    stored, rows, header = ResultsStore._read_file(path)  # raises CorruptCellFile when it does not verify
+    assert stored == cell
+    assert header["versions"]["decision-bench"] == __version__, f"{path.name}: made by another version"
+    assert header["agent_fingerprint"] == agent_fingerprint(cell), f"{path.name}: made with another config"
     return cell, rows
 
 
