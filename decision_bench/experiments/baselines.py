@@ -632,9 +632,8 @@ def _bandit_side(cells, agents: dict, commands: list, versions: dict, name: str)
                 groups.setdefault(cell.problem, []).append(cell.seeds)
         problems_of[agent] = [(problem, tuple(sorted(s for group in found for s in group)))
                               for problem, found in groups.items()]
-        sizes = {len(group) for found in groups.values() for group in found}
         if any(len(found) > 1 for found in groups.values()):
-            size = max(sizes)
+            size = max(len(group) for found in groups.values() for group in found)
             if any(sorted(found) != list(seed_groups(seeds, size)) for (_, seeds), found in
                    zip(problems_of[agent], groups.values())):
                 raise ValueError(f"{agent}'s bandit seeds ran in cells that are not consecutive groups of {size}")
