@@ -1,8 +1,8 @@
 """Paper 000's agent selection, run here: each agent's reference sweep scored by d_KL^agg.
 
     python scripts/paper_selection.py --agent mlp --estimate     # the cost first
-    python scripts/paper_selection.py --agent mlp --out /work/runs/selection
-    python scripts/paper_selection.py --agent mlp --out /work/runs/selection --save bench/data
+    python scripts/paper_selection.py --agent mlp --out bench/data/selection_parts
+    python scripts/paper_selection.py --agent mlp --out bench/data/selection_parts --save bench/data
 
 Runs (or resumes, per study and setting) ``experiments.selection.run_selection`` on
 the stated slice of paper2d (``selection_sweep``: d = 2, T in {1, 10, 100, 1000},
@@ -10,7 +10,9 @@ beta in {0.01, 0.1, 0.5}, tau 1 and 10 iid, seeds 0-4, 1000 test tau-samples and
 1000 agent samples), prints one line per point (d_KL^1, d_KL^10, d_KL^agg with its
 standard error, the default and the selected point marked) and the verdict: is the
 registered default within noise of the selected point, paired over the same problems.
---save DIR writes DIR/selection_<agent>.csv (the per-point table) and
+--out bench/data/selection_parts keeps each finished setting in the repository (commit
+them), so a selection longer than a sitting resumes on another machine
+(bench/data/selection_parts/README.md). --save DIR writes DIR/selection_<agent>.csv (the per-point table) and
 DIR/selection_<agent>_rows.csv (every row). sgmcmc scores its own smaller slice
 (``selection.AGENT_SLICES``: T in {10, 100}, beta = 0.1). --num-trains / --temperatures /
 --seeds choose another slice (say so wherever its figures are quoted).

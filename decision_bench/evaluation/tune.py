@@ -220,22 +220,15 @@ def tune(
     num_models = check_int("num_models", num_models, 1)
     points = grid_points(grid)
     rows = []
-    # Not the machine (platform, CPU, devices): a setting made on another machine is the same
-    # computation, as reproduce's cells are (--cells-from).
-    versions = {k: v for k, v in environment_info().items() if k not in ("platform", "cpu", "devices")}
     bar = tqdm(sweep.settings, desc=f"tune {agent_name}", unit="setting", disable=not progress)
     for setting in bar:
         bar.set_postfix_str(f"T={setting.num_train} beta={setting.temperature}")
         stored = None
         if resume_dir is not None:
-            identity = dict(agent=agent_name, grid=grid, overrides=dict(overrides or {}),
-                            setting=dataclasses.asdict(setting), seeds=num_seeds, num_test=num_test,
-                            num_models=num_models, method=method, max_rows=max_rows, versions=versions)  # fmt: skip
-            if agent_fingerprint is not None:
-                # Only when given: registered agents' stored settings keep their names.
-                identity["agent_fingerprint"] = agent_fingerprint
-            key = sha256_hex(json.dumps(identity, sort_keys=True, default=str).encode())[:24]
-            stored = Path(resume_dir) / f"setting-{key}.csv"
+            name = setting_file_name(agent_name, grid, setting, num_seeds, overrides=overrides, num_test=num_test,
+                                     num_models=num_models, method=method, max_rows=max_rows,
+                                     agent_fingerprint=agent_fingerprint)  # fmt: skip
+            stored = Path(resume_dir) / name
             finished = _stored_setting(stored)
             if finished is not None:
                 rows.extend(finished)
@@ -274,6 +267,38 @@ def tune(
         rows.extend(setting_rows)
     frame = pd.DataFrame(rows)
     return frame, summarize_grid(frame, list(grid))
+
+
+def setting_file_name(
+    agent_name: str,
+    grid: Mapping[str, tuple[float, ...]],
+    setting: Any,
+    num_seeds: int,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    num_test: int = 1000,
+    num_models: int = 1000,
+    method: str = "auto",
+    max_rows: int = DEFAULT_MAX_ROWS,
+    agent_fingerprint: str | None = None,
+) -> str:
+    """The name of one finished setting's rows under ``tune``'s resume_dir: a hash of
+    everything that changes them (agent, grid as ``check_grid`` returns it, overrides,
+    the sweep setting, seeds, sizes, method, max_rows, the package versions), so a file
+    is reused only by the same computation.
+
+    Not the machine (platform, CPU, devices): a setting made on another machine is the
+    same computation, as reproduce's cells are (``--cells-from``), so finished settings
+    can be kept and carried between machines (bench/data/selection_parts).
+    """
+    versions = {k: v for k, v in environment_info().items() if k not in ("platform", "cpu", "devices")}
+    identity = dict(agent=agent_name, grid=grid, overrides=dict(overrides or {}),
+                    setting=dataclasses.asdict(setting), seeds=num_seeds, num_test=num_test,
+                    num_models=num_models, method=method, max_rows=max_rows, versions=versions)  # fmt: skip
+    if agent_fingerprint is not None:
+        # Only when given: registered agents' stored settings keep their names.
+        identity["agent_fingerprint"] = agent_fingerprint
+    return f"setting-{sha256_hex(json.dumps(identity, sort_keys=True, default=str).encode())[:24]}.csv"
 
 
 def _stored_setting(path: Path) -> list[dict] | None:

@@ -35,7 +35,7 @@ import pandas as pd
 
 from decision_bench.agents.registry import config as agent_config
 from decision_bench.evaluation.sweeps import Sweep, custom_sweep
-from decision_bench.evaluation.tune import grid_points, tune
+from decision_bench.evaluation.tune import check_grid, grid_points, setting_file_name, tune
 from decision_bench.experiments.estimate import Estimate, estimate_cells
 from decision_bench.experiments.testbed_cell import sweep_cells
 
@@ -198,6 +198,20 @@ def run_selection(agent: str, sweep: Sweep, seeds: int, *, resume_dir: str | Pat
     return pd.concat(frames, ignore_index=True)
 
 
+def setting_files(agent: str, sweep: Sweep, seeds: int, *, num_test: int = 1000,
+                  num_models: int = 1000) -> dict[str, tuple[Study, Any]]:
+    """{file name: (study, sweep setting)}: the finished-setting files ``run_selection``
+    stores under its resume_dir, one per planned study and setting, named as ``tune``
+    names them (``tune.setting_file_name``: this package's versions included), so a
+    folder of kept files can be checked against what a rerun would reuse."""
+    return {
+        setting_file_name(agent, check_grid(agent, study.grid, study.overrides), setting, seeds,
+                          overrides=study.overrides, num_test=num_test, num_models=num_models): (study, setting)
+        for study in planned_studies(agent)
+        for setting in sweep.settings
+    }
+
+
 def point_label(agent: str, point: Mapping[str, Any]) -> str:
     """The settings of a point that differ from the agent's registered default, as
     'name=value, ...' in name order; "default" when none does."""
@@ -292,12 +306,14 @@ class Verdict:
                 line += (f"; the next best, {self.runner_up}, is {self.runner_up_excess:+.4g} +- "
                          f"{self.runner_up_stderr:.2g} above it (paired)")
             return line
+        # The default point's label is "default" (point_label): not printed twice.
+        default = "the default" if self.default == "default" else f"the default ({self.default})"
         if not math.isfinite(self.stderr):
-            return (f"{self.agent}: selected {self.best}; default {self.default}, paired excess "
+            return (f"{self.agent}: selected {self.best}; {default}, paired excess "
                     f"{self.excess:+.4g} over {self.num_problems} problem(s): too few for a verdict")
         verdict = "within noise of" if self.within_noise else "worse than"
-        return (f"{self.agent}: selected {self.best} (d_KL^agg {self.best_dkl_agg:.4g}); default "
-                f"{self.default} {self.default_dkl_agg:.4g}, paired excess {self.excess:+.4g} +- "
+        return (f"{self.agent}: selected {self.best} (d_KL^agg {self.best_dkl_agg:.4g}); {default} "
+                f"{self.default_dkl_agg:.4g}, paired excess {self.excess:+.4g} +- "
                 f"{self.stderr:.2g} over {self.num_problems} problems: {verdict} the selected point")
 
 

@@ -122,6 +122,13 @@ def test_stored_settings_are_reused_and_a_damaged_one_is_recomputed(tmp_path):
     first, _ = tune("mlp", {"l2": [0.01, 10.0]}, SWEEP, **args)
     files = sorted(store.glob("setting-*.csv"))
     assert len(files) == len(SWEEP.settings)
+    # Named as setting_file_name names them (what a kept folder is checked against).
+    from decision_bench.evaluation.tune import check_grid, setting_file_name
+
+    grid = check_grid("mlp", {"l2": [0.01, 10.0]}, {"num_steps": 15})
+    names = {setting_file_name("mlp", grid, s, SWEEP.num_seeds, overrides={"num_steps": 15}, num_test=20,
+                               num_models=5, max_rows=10**7) for s in SWEEP.settings}  # fmt: skip
+    assert {f.name for f in files} == names
     # Reused, not recomputed: a stored value changed on purpose comes back.
     marked = pd.read_csv(files[0]).assign(kl=123.0)
     write_results_csv(files[0], marked)

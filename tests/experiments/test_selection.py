@@ -95,6 +95,7 @@ def test_selection_table_and_verdict_match_a_hand_computation():
     assert verdict.num_problems == 4
     assert verdict.within_noise == (excess.mean() < 2 * excess.std(ddof=1) / 2)
     assert "l2=0.1" in verdict.line()
+    assert f"; the default {agg(default).mean():.4g}, paired excess" in verdict.line()
 
 
 def test_verdict_is_within_noise_when_the_paired_excess_is_below_two_standard_errors():
