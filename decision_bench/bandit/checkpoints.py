@@ -141,6 +141,21 @@ def _read_checkpoint(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
     return config, arrays
 
 
+def saved_progress(out_dir: Path) -> tuple[int, int, float] | None:
+    """(steps saved, the run's steps, wall seconds so far) of the newest sound
+    checkpoint in a run folder, None when it holds none: how far a run is, read
+    without restoring it (safe beside the running process: every write is atomic)."""
+    for name in (STATE_FILE, PREVIOUS_STATE_FILE):
+        path = Path(out_dir) / name
+        if path.exists():
+            try:
+                config, arrays = _read_checkpoint(path)
+            except DamagedCheckpoint:
+                continue  # the run that reads it next names it and sets it aside
+            return int(arrays["t"]), int(config["num_steps"]), float(arrays["wall_seconds"])
+    return None
+
+
 def upgrade_saved_config(saved: dict) -> dict:
     """A config saved before the decay mode was a setting of the run (it was an
     agent keyword, in agent_kwargs when given, else the default) as recorded now."""

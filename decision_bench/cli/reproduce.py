@@ -42,6 +42,7 @@ from decision_bench.experiments.reproduce import (
     copy_finished_cells,
     preset_estimate,
     run_preset,
+    run_progress,
     with_settings,
 )
 
@@ -189,6 +190,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         p.add_argument("--estimate", action="store_true",
                        help="print the cells, bandit steps and estimated wall time of every preset (this one's "
                        "with its --agents and --workers) and run nothing")
+        p.add_argument("--status", action="store_true",
+                       help="print how far the run in --out is (cells finished, each bandit run started: its "
+                       "steps saved) and run nothing; safe beside the running command (give its arguments)")
         p.set_defaults(func=_run, preset_name="demo" if name == "demo" else None)
     return p
 
@@ -271,6 +275,11 @@ def _run(args: argparse.Namespace) -> int:
     workers = _workers(args.workers, args.executor)
     if getattr(args, "estimate", False):
         print_estimates(base, agents, agent_files, workers, settings)
+        return 0
+    if args.status:
+        print("\n".join(run_progress(preset, args.out, agents, agent_files, settings).lines()))
+        left = preset_estimate(base, args.out, agents, agent_files, workers, settings)
+        print(f"the cells not finished (a started bandit run counted whole), {left.line()}")
         return 0
     # Claimed before the first line is printed: a refused folder is one line.
     with claim_preset_dir(preset, args.out, agents, agent_files, flag="--out", settings=settings) as out:

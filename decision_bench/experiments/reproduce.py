@@ -29,11 +29,12 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from decision_bench._src.files import atomic_write_text, write_results_csv
-from decision_bench._src.rundir import claim_run_dir
+from decision_bench._src.rundir import argument_differences, claim_run_dir, read_manifest
 from decision_bench._src.validation import check_choice, repeated
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_names
 from decision_bench.agents.registry import check_inputs_fit
+from decision_bench.bandit.checkpoints import saved_progress
 from decision_bench.experiments.agent_files import (
     AgentFile,
     current_make_agent,
@@ -48,7 +49,7 @@ from decision_bench.experiments.baselines import (
 )
 from decision_bench.experiments.cells import Cell, config_label
 from decision_bench.experiments.executors import run_cells
-from decision_bench.experiments.estimate import cell_seconds
+from decision_bench.experiments.estimate import cell_seconds, format_duration
 from decision_bench.experiments.presets import PRESET_NAMES, Preset, sorted_items, get_preset, testbed_sweep
 from decision_bench.experiments.store import ResultsStore, concat_tables, copy_cells, edit_notes
 from decision_bench.experiments.testbed_cell import compute_testbed_cell, sweep_cells
@@ -250,6 +251,17 @@ def _plan(
     return with_settings(preset, settings), chosen, custom
 
 
+def preset_cells(
+    preset: str | Preset,
+    agents: tuple[str, ...] | None = None,
+    agent_files: tuple[str, ...] = (),
+    settings: Settings | None = None,
+) -> tuple[Cell, ...]:
+    """The run's cells (``build_cells``) for these arguments, checked as ``run_preset`` checks them."""
+    planned, chosen, custom = _plan(preset, agents, agent_files, settings)
+    return build_cells(planned, chosen + tuple(f.name for f in custom), {f.name: f.sha256 for f in custom})
+
+
 def _legacy_difference(out: Path, preset: Preset, all_agents: tuple[str, ...], files: list[str]) -> str | None:
     """How a 0.2.0 reproduce folder (run.json, no manifest) differs from this run; None if it agrees."""
     try:
@@ -303,8 +315,7 @@ def copy_finished_cells(
     folder of ``sources`` holds finished (``store.copy_cells``: verified, current, the same
     cell id): {source: cells copied}. ``reproduce --cells-from``: the finished cells of a
     run made elsewhere, e.g. on a GPU or on a machine since lost, resume this one."""
-    planned, chosen, custom = _plan(preset, agents, agent_files, settings)
-    cells = build_cells(planned, chosen + tuple(f.name for f in custom), {f.name: f.sha256 for f in custom})
+    cells = preset_cells(preset, agents, agent_files, settings)
     store = ResultsStore(Path(out) / "cells")
     copied = {}
     for source in sources:
@@ -336,6 +347,65 @@ def claim_preset_dir(
         out, "reproduce", arguments, flag=flag,
         legacy_check=lambda folder: _legacy_difference(folder, planned, all_agents, files),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class RunProgress:
+    """How far a preset run's folder is (``reproduce --status``).
+
+    finished / total: cells per kind ({"testbed": n, "bandit": n}); started: the bandit
+    cells not finished whose run folder holds a saved state, as (cell, steps saved,
+    steps, wall seconds so far): running now, or stopped and resumed by the next run.
+    """
+
+    out: Path
+    finished: Mapping[str, int]
+    total: Mapping[str, int]
+    started: tuple[tuple[Cell, int, int, float], ...]
+
+    def lines(self) -> list[str]:
+        done, total = sum(self.finished.values()), sum(self.total.values())
+        kinds = ", ".join(f"{kind} {self.finished.get(kind, 0)} of {n}" for kind, n in self.total.items())
+        lines = [f"{self.out}: {done} of {total} cells finished ({kinds})"]
+        if self.started:
+            lines.append("bandit runs started, not finished (each resumes from its last saved chunk):")
+        for cell, steps, num_steps, seconds in self.started:
+            seeds = ",".join(map(str, cell.seeds))
+            label = f"{cell.agent} seed{'s' * (len(cell.seeds) > 1)} {seeds}"
+            lines.append(f"  {label}: {steps:,} of {num_steps:,} steps saved ({format_duration(seconds)} of running so far)")
+        return lines
+
+
+def run_progress(
+    preset: str | Preset,
+    out: str | Path,
+    agents: tuple[str, ...] | None = None,
+    agent_files: tuple[str, ...] = (),
+    settings: Settings | None = None,
+) -> RunProgress:
+    """How far the run of these arguments in OUT is, read without claiming the folder
+    (so beside the running command). A folder with no run, or another run's, is a
+    one-line ValueError: its cells would say nothing about this run."""
+    cells = preset_cells(preset, agents, agent_files, settings)
+    out = Path(out)
+    manifest = read_manifest(out) if out.is_dir() else None
+    if manifest is None:
+        raise ValueError(f"--out {str(out)!r} holds no run yet (nothing to report; the same command without --status starts it)")
+    now = json.loads(json.dumps(preset_arguments(preset, agents, agent_files, settings), default=str))
+    if manifest["command"] != "reproduce" or manifest["arguments"] != now:
+        difference = argument_differences(manifest["arguments"], now) or f"made by {manifest['command']!r}"
+        raise ValueError(f"--out {str(out)!r} holds another run ({difference}); give that run's arguments")
+    store = ResultsStore(out / "cells")
+    finished: dict[str, int] = {}
+    total: dict[str, int] = {}
+    started = []
+    for cell in cells:
+        total[cell.kind] = total.get(cell.kind, 0) + 1
+        if store.path(cell).exists():
+            finished[cell.kind] = finished.get(cell.kind, 0) + 1
+        elif cell.kind == "bandit" and (progress := saved_progress(out / "bandit_runs" / cell.id)) is not None:
+            started.append((cell, *progress))
+    return RunProgress(out, finished, total, tuple(started))
 
 
 def _run_order(preset: Preset, cell: Cell) -> tuple[bool, float]:
