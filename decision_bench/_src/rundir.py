@@ -51,7 +51,7 @@ FORMAT = "decision_bench.run/1"
 _HELD: dict[Path, dict] = {}
 
 
-def _plain(arguments: Mapping[str, Any]) -> dict:
+def plain_arguments(arguments: Mapping[str, Any]) -> dict:
     """Arguments as they read back from JSON (tuples become lists), so a saved
     manifest and a new one compare equal when the arguments are."""
     return json.loads(json.dumps(dict(arguments), sort_keys=True, default=str))
@@ -190,7 +190,7 @@ def claim_run_dir(
     """
     out = check_output_dir(out, flag)
     key = out.resolve()
-    arguments = _plain(arguments)
+    arguments = plain_arguments(arguments)
     manifest = {"format": FORMAT, "command": command, "arguments": arguments}
     held = _HELD.get(key)
     if held is not None:

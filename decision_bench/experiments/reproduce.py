@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from decision_bench._src.files import atomic_write_text, write_results_csv
-from decision_bench._src.rundir import argument_differences, claim_run_dir, read_manifest
+from decision_bench._src.rundir import argument_differences, claim_run_dir, plain_arguments, read_manifest
 from decision_bench._src.validation import check_choice, repeated
 from decision_bench._src.versions import environment_info
 from decision_bench.agents import names as agent_names
@@ -391,7 +391,7 @@ def run_progress(
     manifest = read_manifest(out) if out.is_dir() else None
     if manifest is None:
         raise ValueError(f"--out {str(out)!r} holds no run yet (nothing to report; the same command without --status starts it)")
-    now = json.loads(json.dumps(preset_arguments(preset, agents, agent_files, settings), default=str))
+    now = plain_arguments(preset_arguments(preset, agents, agent_files, settings))
     if manifest["command"] != "reproduce" or manifest["arguments"] != now:
         difference = argument_differences(manifest["arguments"], now) or f"made by {manifest['command']!r}"
         raise ValueError(f"--out {str(out)!r} holds another run ({difference}); give that run's arguments")
