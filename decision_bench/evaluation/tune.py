@@ -38,7 +38,7 @@ from tqdm.auto import tqdm
 
 from decision_bench._src.files import sha256_hex, verify_results_file, write_results_csv
 from decision_bench._src.validation import check_int
-from decision_bench._src.versions import environment_info
+from decision_bench._src.versions import result_versions
 from decision_bench.agents import make
 from decision_bench.agents.core import hyper_of, with_hyper
 from decision_bench.agents.registry import ENTRIES, check_inputs_fit, config, hyperparameters, names
@@ -199,8 +199,9 @@ def tune(
     resume_dir: where each finished setting's rows are stored (one checksummed CSV
     per setting, written atomically, named by a hash of everything that changes its
     rows: agent, grid, overrides, setting, seeds, num_test, num_models, method,
-    max_rows and the package versions); a later call with the same arguments reuses
-    them instead of recomputing, so an interrupted tune resumes per setting.
+    max_rows and the computing libraries' versions: ``setting_file_name``); a later
+    call with the same arguments reuses them instead of recomputing, so an
+    interrupted tune resumes per setting.
     make_agent: a user's ``make_agent(spec, **overrides)`` to tune instead of the
     registered ``agent_name`` (its rows are named ``agent_name``); its
     ``agent_fingerprint`` (``experiments.agent_files.AgentFile.fingerprint``, the
@@ -281,17 +282,22 @@ def setting_file_name(
     method: str = "auto",
     max_rows: int = DEFAULT_MAX_ROWS,
     agent_fingerprint: str | None = None,
+    versions: Mapping[str, str | None] | None = None,
 ) -> str:
     """The name of one finished setting's rows under ``tune``'s resume_dir: a hash of
     everything that changes them (agent, grid as ``check_grid`` returns it, overrides,
-    the sweep setting, seeds, sizes, method, max_rows, the package versions), so a file
-    is reused only by the same computation.
+    the sweep setting, seeds, sizes, method, max_rows, and the versions of
+    ``RESULT_PACKAGES``), so a file is reused only by the same computation.
 
-    Not the machine (platform, CPU, devices): a setting made on another machine is the
-    same computation, as reproduce's cells are (``--cells-from``), so finished settings
-    can be kept and carried between machines (bench/data/selection_parts).
+    The versions are those whose change makes a stored result stale, the rule
+    ``--cells-from`` applies to reproduce's cells: this package and the libraries that
+    compute (jax, jaxlib, flax, optax). Not numpy or pandas, which only carry the numbers
+    (a pandas release renamed every kept setting once), and not the machine: a setting
+    made elsewhere is the same computation, so finished settings can be kept and carried
+    between machines (bench/data/selection_parts). ``versions`` names them for a folder
+    made with other versions (default: this process's ``result_versions()``).
     """
-    versions = {k: v for k, v in environment_info().items() if k not in ("platform", "cpu", "devices")}
+    versions = dict(result_versions()) if versions is None else dict(versions)
     identity = dict(agent=agent_name, grid=grid, overrides=dict(overrides or {}),
                     setting=dataclasses.asdict(setting), seeds=num_seeds, num_test=num_test,
                     num_models=num_models, method=method, max_rows=max_rows, versions=versions)  # fmt: skip

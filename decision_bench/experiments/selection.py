@@ -27,12 +27,14 @@ listed, not approximated.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from decision_bench._src.versions import result_versions, stale_versions
 from decision_bench.agents.registry import config as agent_config
 from decision_bench.evaluation.sweeps import Sweep, custom_sweep
 from decision_bench.evaluation.tune import check_grid, grid_points, setting_file_name, tune
@@ -184,7 +186,15 @@ def run_selection(agent: str, sweep: Sweep, seeds: int, *, resume_dir: str | Pat
                   progress: bool = False, num_test: int = 1000, num_models: int = 1000) -> pd.DataFrame:
     """Every study's rows (``tune``'s, one per point, setting, seed and tau), with the
     columns ``study`` and ``point`` (``point_label``) added. A study's settings are
-    stored under resume_dir as tune stores them, so a rerun resumes."""
+    stored under resume_dir as tune stores them, so a rerun resumes.
+
+    resume_dir also records the versions its settings were made with (``VERSIONS_FILE``,
+    ``parts_versions`` reads it): a folder kept in the repository is checked against
+    the versions that named it, whatever a later install holds. One made with other
+    versions is refused (ValueError): its settings would not be reused, only recomputed
+    beside them into a folder no record describes."""
+    if resume_dir is not None:
+        _record_versions(Path(resume_dir))
     frames = []
     for study in planned_studies(agent):
         rows, _ = tune(agent, study.grid, sweep, seeds, num_test=num_test, num_models=num_models,
@@ -198,15 +208,40 @@ def run_selection(agent: str, sweep: Sweep, seeds: int, *, resume_dir: str | Pat
     return pd.concat(frames, ignore_index=True)
 
 
-def setting_files(agent: str, sweep: Sweep, seeds: int, *, num_test: int = 1000,
-                  num_models: int = 1000) -> dict[str, tuple[Study, Any]]:
+# The file under run_selection's resume_dir naming the versions its settings were made with.
+VERSIONS_FILE = "versions.json"
+
+
+def parts_versions(resume_dir: str | Path) -> dict[str, str | None] | None:
+    """The versions (``result_versions``) that run_selection recorded in resume_dir, or None
+    when it recorded none."""
+    path = Path(resume_dir) / VERSIONS_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _record_versions(resume_dir: Path) -> None:
+    recorded = parts_versions(resume_dir)
+    if recorded is None:
+        resume_dir.mkdir(parents=True, exist_ok=True)
+        (resume_dir / VERSIONS_FILE).write_text(json.dumps(dict(result_versions()), indent=1) + "\n")
+    elif recorded != dict(result_versions()):
+        raise ValueError(
+            f"resume_dir: {resume_dir} holds settings made with {stale_versions(recorded) or recorded}; this install "
+            "would recompute them all beside them: choose another folder (--out), or install those versions"
+        )
+
+
+def setting_files(agent: str, sweep: Sweep, seeds: int, *, num_test: int = 1000, num_models: int = 1000,
+                  versions: Mapping[str, str | None] | None = None) -> dict[str, tuple[Study, Any]]:
     """{file name: (study, sweep setting)}: the finished-setting files ``run_selection``
     stores under its resume_dir, one per planned study and setting, named as ``tune``
-    names them (``tune.setting_file_name``: this package's versions included), so a
-    folder of kept files can be checked against what a rerun would reuse."""
+    names them (``tune.setting_file_name``), so a folder of kept files can be checked
+    against what a rerun would reuse. versions: those the folder was made with
+    (``parts_versions``); default this install's."""
     return {
         setting_file_name(agent, check_grid(agent, study.grid, study.overrides), setting, seeds,
-                          overrides=study.overrides, num_test=num_test, num_models=num_models): (study, setting)
+                          overrides=study.overrides, num_test=num_test, num_models=num_models,
+                          versions=versions): (study, setting)
         for study in planned_studies(agent)
         for setting in sweep.settings
     }

@@ -72,6 +72,27 @@ def test_paper_grids_name_real_hyperparameters():
     assert PAPER_GRIDS["ensemble+"]["l2"] == (0.1, 0.3, 1.0, 3.0, 10.0)
 
 
+def test_a_setting_name_follows_the_computing_libraries_versions_not_numpy_or_pandas(monkeypatch):
+    import importlib.metadata
+
+    from decision_bench._src import versions
+    from decision_bench.evaluation.tune import check_grid, setting_file_name
+
+    grid = check_grid("mlp", {"l2": [0.01, 10.0]}, {})
+    name = lambda: setting_file_name("mlp", grid, SWEEP.settings[0], 2)  # noqa: E731
+    before = name()
+    real = importlib.metadata.version
+    for package, changed in (("pandas", False), ("numpy", False), ("jax", True), ("optax", True)):
+        # A fresh install that differs from this one in `package` alone.
+        monkeypatch.setattr(importlib.metadata, "version", lambda n, p=package: "99.0" if n == p else real(n))
+        versions.result_versions.cache_clear()
+        assert (name() != before) == changed, package
+        monkeypatch.setattr(importlib.metadata, "version", real)
+        versions.result_versions.cache_clear()
+    # A folder's recorded versions name its files whatever this install holds.
+    assert setting_file_name("mlp", grid, SWEEP.settings[0], 2, versions=dict(versions.result_versions())) == before
+
+
 @pytest.mark.parametrize(
     "grid, match",
     [

@@ -135,9 +135,15 @@ def test_an_agent_without_a_sweep_is_refused_by_name():
 
 
 @pytest.mark.slow
-def test_run_selection_scores_every_point_on_the_same_problems():
+def test_run_selection_scores_every_point_on_the_same_problems(tmp_path):
     sweep = selection_sweep(num_trains=(3,), temperatures=(0.1,), num_seeds=2)
-    rows = run_selection("mlp", sweep, 2, num_test=8, num_models=8)
+    rows = run_selection("mlp", sweep, 2, num_test=8, num_models=8, resume_dir=tmp_path)
+    # The folder records the versions that named its settings, and holds exactly those settings.
+    from decision_bench._src.versions import result_versions
+
+    assert selection.parts_versions(tmp_path) == dict(result_versions())
+    planned = selection.setting_files("mlp", sweep, 2, num_test=8, num_models=8, versions=dict(result_versions()))
+    assert {p.name for p in tmp_path.glob("setting-*.csv")} == set(planned)
     assert set(rows.point) == {point_label("mlp", p) for p in PAPER_STUDIES["mlp"][0].points()}
     assert rows.groupby("point").size().eq(2 * 2).all()  # 2 seeds x tau 1 and 10
     per_point = rows.pivot_table(index=["seed", "tau"], columns="point", values="kl")
@@ -148,6 +154,17 @@ def test_run_selection_scores_every_point_on_the_same_problems():
     ours = run_testbed("mlp", sweep=sweep, seeds=2, num_test=8, num_models=8)
     ours = ours.set_index(["seed", "tau"]).kl.sort_index()
     np.testing.assert_allclose(per_point["default"].sort_index().to_numpy(), ours.to_numpy(), rtol=1e-2)
+
+
+def test_a_folder_made_with_other_versions_is_refused_before_any_work(tmp_path):
+    from decision_bench._src.versions import result_versions
+
+    made = {**dict(result_versions()), "jax": "0.0.1"}
+    (tmp_path / selection.VERSIONS_FILE).write_text(__import__("json").dumps(made))
+    sweep = selection_sweep(num_trains=(3,), temperatures=(0.1,), num_seeds=1)
+    with pytest.raises(ValueError, match=r"^resume_dir: .* made with jax 0.0.1 \(now .*\).*another folder"):
+        run_selection("mlp", sweep, 1, resume_dir=tmp_path)
+    assert not list(tmp_path.glob("setting-*.csv"))
 
 
 def test_one_problem_gives_no_verdict():
