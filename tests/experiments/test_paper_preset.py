@@ -79,9 +79,12 @@ def test_an_override_table_for_an_agent_not_in_the_file_is_refused():
 def test_every_core_agent_cell_of_paper2d_is_taken_from_the_stored_baselines(tmp_path):
     _, cells = _cells("paper")
     store = ResultsStore(tmp_path / "cells")
-    # The five bandit agents of the stored paper set come from it too (its bandit cells).
+    # The bandit agents of the stored paper set come from it too (its bandit cells: one per
+    # agent, or one per seed for the ensembles, which run a seed per cell).
     stored_bandit = load_baselines("paper").bandit_agents
-    assert reuse_stored_rows(store, cells) == {"paper2d": 7 * 21, "paper": len(stored_bandit)}
+    num_stored_cells = sum(c.kind == "bandit" and c.agent in stored_bandit for c in cells)
+    assert num_stored_cells >= len(stored_bandit)
+    assert reuse_stored_rows(store, cells) == {"paper2d": 7 * 21, "paper": num_stored_cells}
     testbed = [c for c in cells if c.kind == "testbed"]
     assert all(store.is_done(c) == (c.agent != "sgmcmc") for c in testbed)
     assert all(store.is_done(c) == (c.agent in stored_bandit) for c in cells if c.kind == "bandit")
@@ -143,7 +146,7 @@ def test_an_experiment_file_refuses_a_seeds_per_cell_entry_for_an_unknown_agent(
         preset_from_toml(text)
 
 
-def test_the_stored_paper_sets_bandit_cells_are_taken_from_it_and_the_ensembles_are_computed(tmp_path):
+def test_the_stored_paper_sets_bandit_cells_are_taken_from_it_and_any_agent_not_in_it_is_computed(tmp_path):
     from decision_bench.bandit.loop import COLUMNS
     from decision_bench.experiments.baselines import reusable_bandit_rows
 
@@ -153,11 +156,19 @@ def test_the_stored_paper_sets_bandit_cells_are_taken_from_it_and_the_ensembles_
     for cell in bandit:
         rows = reusable_bandit_rows(stored, cell)
         if cell.agent not in stored.bandit_agents:
-            assert rows is None  # the ensembles, not in the set (yet): computed
+            assert rows is None  # not in the set: computed
             continue
         assert tuple(rows.columns) == COLUMNS and set(rows["agent"]) == {cell.agent}
         assert sorted(set(rows["seed"])) == list(cell.seeds) and rows["step"].max() == preset.bandit_steps
+    # A seed-cell of an ensemble (seeds_per_cell 1) takes its own seed's rows, not the agent's 20.
+    split = [c for c in bandit if c.agent in stored.bandit_agents and len(c.seeds) == 1]
+    assert split, "the stored paper set holds the ensembles' seed-cells"
+    assert set(reusable_bandit_rows(stored, split[0])["seed"]) == set(split[0].seeds)
+    in_set = [c for c in bandit if c.agent in stored.bandit_agents]
     store = ResultsStore(tmp_path / "cells")
     written = reuse_stored_rows(store, bandit, names=["paper"])
-    assert written == {"paper": len(stored.bandit_agents)}
-    assert sum(store.is_done(c) for c in bandit) == len(stored.bandit_agents)
+    assert written == {"paper": len(in_set)}
+    assert [c for c in bandit if store.is_done(c)] == in_set
+    # A bandit cell whose agent the set lacks is computed: a stored agent under another config.
+    other = dataclasses.replace(in_set[0], agent_config={"num_steps": 10})
+    assert reusable_bandit_rows(stored, other) is None
